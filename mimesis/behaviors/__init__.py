@@ -1,0 +1,1 @@
+"""The 13 realistic user behaviours: catalogue, rule-based detectors and annotators."""

@@ -1,0 +1,1 @@
+"""Model loading (base models by profile), chat templates and batched generation."""

@@ -1,0 +1,99 @@
+"""Load a stage's parameters from ``params.yaml`` with the active profile applied.
+
+``params.yaml`` holds the default profile at top level, the active profile name in ``profile``,
+and per-profile overrides under ``profiles.<name>.<stage>`` (deep-merged over the defaults).
+Every stage declares ``profile``, ``seed``, its own section and its overrides in ``dvc.yaml``, so a
+change to any of them re-runs the stage under ``dvc repro`` and under the Prefect flow alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+PROFILES = ("default", "smoke", "gpu")
+T = TypeVar("T")
+
+
+class ParamsError(ValueError):
+    """params.yaml is missing a key, names an unknown profile or holds an invalid value."""
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Return ``base`` with ``override`` merged in recursively (override wins on leaves)."""
+    out = dict(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_params(params_path: Path = Path("params.yaml")) -> dict:
+    if not params_path.exists():
+        raise ParamsError(f"{params_path} not found: run from the project root or pass --params")
+    return yaml.safe_load(params_path.read_text()) or {}
+
+
+def stage_params(stage: str, params_path: Path = Path("params.yaml"), profile: str | None = None) -> dict:
+    """Merged params for ``stage``: defaults ⊕ ``profiles.<profile>.<stage>``, plus ``seed`` and
+    ``profile``.
+
+    Raises:
+        ParamsError: unknown stage section or profile.
+    """
+    raw = read_params(params_path)
+    profile = profile or raw.get("profile", "default")
+    if profile not in PROFILES:
+        raise ParamsError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+    if stage not in raw:
+        raise ParamsError(f"params.yaml has no section {stage!r}")
+    section = raw[stage] or {}
+    if profile != "default":
+        section = deep_merge(section, ((raw.get("profiles") or {}).get(profile) or {}).get(stage) or {})
+    return {**section, "seed": raw.get("seed", 0), "profile": profile}
+
+
+def build(cls: type[T], values: dict[str, Any]) -> T:
+    """Instantiate the frozen dataclass ``cls`` from ``values``; unknown keys are an error.
+
+    Nested dataclass fields are built from nested dicts.
+    """
+    names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(values) - set(names)
+    if unknown:
+        raise ParamsError(f"{cls.__name__}: unknown params {sorted(unknown)}")
+    kwargs = {}
+    for key, value in values.items():
+        ftype = names[key].type
+        sub = _dataclass_type(cls, ftype)
+        kwargs[key] = build(sub, value) if sub and isinstance(value, dict) else value
+    return cls(**kwargs)
+
+
+def _dataclass_type(owner: type, ftype: Any) -> type | None:
+    if isinstance(ftype, str):
+        module = __import__(owner.__module__, fromlist=["_"])
+        ftype = getattr(module, ftype, None)
+    return ftype if dataclasses.is_dataclass(ftype) else None
+
+
+def set_profile(params_path: Path, profile: str) -> bool:
+    """Set the top-level ``profile:`` line of params.yaml in place (comments kept).
+
+    Returns True when the file changed.
+    """
+    if profile not in PROFILES:
+        raise ParamsError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+    text = params_path.read_text()
+    new, n = re.subn(r"(?m)^profile:\s*\S+", f"profile: {profile}", text, count=1)
+    if n == 0:
+        raise ParamsError(f"{params_path} has no top-level 'profile:' line")
+    if new != text:
+        params_path.write_text(new)
+    return new != text

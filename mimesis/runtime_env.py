@@ -1,0 +1,26 @@
+"""Offline and quiet process environment, set by the app itself (not only by CI)."""
+
+from __future__ import annotations
+
+import os
+
+OFFLINE_ENV: dict[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DVC_NO_ANALYTICS": "1",
+    # The 20 s default failed under load on 2-core machines.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "GIT_PYTHON_REFRESH": "quiet",
+}
+
+
+def configure_environment() -> None:
+    """Set the offline/no-telemetry variables unless the caller already chose a value."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")

@@ -1,0 +1,1 @@
+"""The user simulator: prompt format, role flipping and the run-time participant."""

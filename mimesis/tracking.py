@@ -1,0 +1,85 @@
+"""MLflow tracking: one child run per stage, nested under the pipeline's parent run if any.
+
+The tracking URI defaults to ``sqlite:///mlflow.db`` (set in ``mimesis.runtime_env``). A Prefect
+flow run exports ``MIMESIS_PARENT_RUN_ID``; a stage started by ``dvc repro`` alone gets its own
+top-level run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+EXPERIMENT = "mimesis"
+PARENT_ENV = "MIMESIS_PARENT_RUN_ID"
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts to dotted keys (for ``mlflow.log_params``)."""
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def git_commit(cwd: Path | None = None) -> str:
+    """Current git commit (``+dirty`` when the tree has changes), or ``unknown`` outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "unknown"
+
+
+def _mlflow():
+    import mlflow
+
+    mlflow.set_experiment(os.environ.get("MIMESIS_EXPERIMENT", EXPERIMENT))
+    return mlflow
+
+
+@contextmanager
+def pipeline_run(profile: str, stages: list[str]) -> Iterator[Any]:
+    """Parent run of one pipeline run; stage runs started inside it become its children."""
+    mlflow = _mlflow()
+    with mlflow.start_run(run_name="pipeline", tags={"mimesis.kind": "pipeline",
+                                                      "mimesis.profile": profile,
+                                                      "mimesis.git_commit": git_commit()}) as run:
+        mlflow.log_params({"profile": profile, "stages": ",".join(stages)})
+        previous = os.environ.get(PARENT_ENV)
+        os.environ[PARENT_ENV] = run.info.run_id
+        try:
+            yield run
+        finally:
+            if previous is None:
+                os.environ.pop(PARENT_ENV, None)
+            else:
+                os.environ[PARENT_ENV] = previous
+
+
+@contextmanager
+def stage_run(stage: str, params: dict) -> Iterator[Any]:
+    """MLflow run named after ``stage`` with its flattened params logged.
+
+    Yields the active ``mlflow.ActiveRun``; log metrics/artifacts with the ``mlflow`` module.
+    """
+    mlflow = _mlflow()
+    parent = os.environ.get(PARENT_ENV)
+    tags = {"mimesis.stage": stage, "mimesis.profile": str(params.get("profile", "default")),
+            "mimesis.git_commit": git_commit()}
+    with mlflow.start_run(run_name=stage, parent_run_id=parent,
+                          nested=mlflow.active_run() is not None, tags=tags) as run:
+        flat = {k: str(v)[:5000] for k, v in flatten(params).items()}
+        mlflow.log_params(flat)
+        yield run
