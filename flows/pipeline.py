@@ -1,0 +1,22 @@
+"""The MIMESIS pipeline as one Prefect flow: the stages in order, nothing else."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from mimesis.pipeline import STAGES, StageResult
+from mimesis.tracking import log_stage_times, pipeline_run
+from tasks.stages import TASKS
+
+
+@flow(name="mimesis-pipeline", log_prints=True)
+def pipeline(root: str = ".", profile: str = "default", stages: list[str] | None = None,
+             force: bool = False) -> list[StageResult]:
+    """Run ``stages`` (default: all, in pipeline order) under one MLflow parent run."""
+    selected = [s for s in STAGES if s in (stages or STAGES)]
+    results = []
+    with pipeline_run(profile, selected):
+        for name in selected:
+            results.append(TASKS[name](root=root, force=force))
+        log_stage_times(results)
+    return results

@@ -1,0 +1,130 @@
+"""Run pipeline stages in-process, exactly when DVC says they are stale.
+
+``dvc.yaml`` is the single source of truth: a stage's command (``python -m
+mimesis.stages.<name> ...``) is parsed and its ``main(argv)`` called in this process — the same
+``run()`` that ``dvc repro`` reaches — only when ``dvc status`` reports a changed dependency,
+parameter or output. Afterwards ``dvc commit`` records the new state in ``dvc.lock``, so a later
+``dvc repro`` has nothing to do and vice versa. Used by the Prefect tasks and ``mimesis stage``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+STAGES: tuple[str, ...] = ("curate", "label", "train_user", "freeze_user", "evaluate")
+
+
+class PipelineError(RuntimeError):
+    """dvc.yaml and the stage registry disagree, or a stage is unknown."""
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """Outcome of one stage: whether it ran (False = up to date) and its wall time in seconds."""
+
+    name: str
+    ran: bool
+    seconds: float
+    reason: str
+
+
+@contextmanager
+def working_dir(path: Path) -> Iterator[None]:
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def dvc_stage(root: Path, name: str) -> dict:
+    """The ``stages.<name>`` entry of ``root/dvc.yaml``.
+
+    Raises:
+        PipelineError: no such stage.
+    """
+    stages = (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {})
+    if name not in stages:
+        raise PipelineError(f"unknown stage {name!r}; dvc.yaml has {sorted(stages)}")
+    return stages[name]
+
+
+def stage_command(root: Path, name: str) -> tuple[str, list[str]]:
+    """(module, argv) parsed from the stage's ``cmd: python -m <module> <args>``."""
+    argv = shlex.split(dvc_stage(root, name)["cmd"])
+    if argv[:2] != ["python", "-m"] or len(argv) < 3:
+        raise PipelineError(f"stage {name}: cmd must be 'python -m <module> ...', got {argv}")
+    return argv[2], argv[3:]
+
+
+def _outs(stage: dict) -> list[tuple[str, bool]]:
+    """(path, persist) of every out and metric of a dvc stage entry."""
+    out = []
+    for entry in list(stage.get("outs", [])) + list(stage.get("metrics", [])):
+        if isinstance(entry, dict):
+            (path, opts), = entry.items()
+            out.append((path, bool((opts or {}).get("persist", False))))
+        else:
+            out.append((entry, False))
+    return out
+
+
+def stale_reason(root: Path, name: str) -> str:
+    """Why ``dvc status`` considers the stage stale, or ``""`` when it is up to date."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        status = repo.status(targets=[name])
+    if not status:
+        return ""
+    parts = []
+    for entries in status.values():
+        for entry in entries:
+            if isinstance(entry, dict):
+                for kind, changes in entry.items():
+                    parts.append(f"{kind}: {changes}")
+            else:
+                parts.append(str(entry))
+    return "; ".join(parts)[:500] or "changed"
+
+
+def run_stage(root: Path, name: str, force: bool = False) -> StageResult:
+    """Run stage ``name`` of the project at ``root`` if it is stale (or ``force``).
+
+    Non-persistent outputs are removed first, as ``dvc repro`` does, then the stage's
+    ``main(argv)`` runs with ``root`` as working directory, then ``dvc commit`` updates dvc.lock.
+
+    Returns:
+        StageResult with ``ran`` False when the stage was up to date.
+    """
+    root = root.resolve()
+    reason = "forced" if force else stale_reason(root, name)
+    if not reason:
+        return StageResult(name, ran=False, seconds=0.0, reason="up to date")
+    module_name, argv = stage_command(root, name)
+    stage = dvc_stage(root, name)
+    start = time.perf_counter()
+    with working_dir(root):
+        for path, persist in _outs(stage):
+            target = Path(path)
+            if not persist and target.is_dir():
+                shutil.rmtree(target)
+            elif not persist and target.exists():
+                target.unlink()
+        importlib.import_module(module_name).main(argv)
+        from dvc.repo import Repo
+
+        with Repo(str(root)) as repo:
+            repo.commit(target=name, force=True)
+    return StageResult(name, ran=True, seconds=time.perf_counter() - start, reason=reason)

@@ -1,0 +1,34 @@
+"""Thin Prefect tasks: one per stage, each delegating to ``mimesis.pipeline.run_stage``.
+
+Caching is DVC's (content hashes of code, inputs and params in dvc.yaml/dvc.lock), not Prefect's:
+Prefect's INPUTS policy would hash the path string, not the files behind it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from mimesis.pipeline import StageResult, run_stage
+
+
+def _stage_task(name: str, retries: int = 0):
+    @task(name=name, retries=retries, retry_delay_seconds=10, cache_policy=NO_CACHE,
+          tags=["mimesis", name])
+    def _run(root: str = ".", force: bool = False) -> StageResult:
+        return run_stage(Path(root), name, force=force)
+
+    return _run
+
+
+curate = _stage_task("curate")
+# label may call an OpenAI-compatible annotator endpoint: retry transient network failures.
+label = _stage_task("label", retries=2)
+train_user = _stage_task("train_user")
+freeze_user = _stage_task("freeze_user")
+evaluate = _stage_task("evaluate")
+
+TASKS = {"curate": curate, "label": label, "train_user": train_user,
+         "freeze_user": freeze_user, "evaluate": evaluate}
