@@ -1,0 +1,107 @@
+"""The whole pipeline under the Prefect flow on the smoke profile, in a throw-away copy of the repo.
+
+Checks the contract users rely on: every stage runs and is tracked in MLflow under one parent
+run; afterwards dvc.lock is true (``dvc status`` and ``dvc repro`` have nothing to do); a second
+flow run re-runs nothing; changing one stage's params re-runs exactly that stage.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mimesis.pipeline import STAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _copy_project(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith("data/"):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    for f in ("dvc.lock",):
+        (dest / f).unlink(missing_ok=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], cwd=dest, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=dest, check=True)
+    subprocess.run(git + ["commit", "-qm", "copy"], cwd=dest, check=True)
+
+
+def _env(project: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
+    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{project / 'mlflow.db'}"
+    env.pop("MIMESIS_PARENT_RUN_ID", None)
+    return env
+
+
+def _mimesis(project: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(BIN / "mimesis"), *args], cwd=project, env=_env(project),
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc
+
+
+def _last_pipeline_ran(project: Path) -> dict[str, int]:
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["mimesis"],
+                              filter_string="tags.`mimesis.kind` = 'pipeline'",
+                              order_by=["start_time DESC"], max_results=1)
+    row = runs.iloc[0]
+    return {s: int(row[f"metrics.ran_{s}"]) for s in STAGES}
+
+
+@pytest.mark.slow
+def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    _copy_project(project)
+
+    _mimesis(project, "run", "--profile", "smoke")
+    assert _last_pipeline_ran(project) == dict.fromkeys(STAGES, 1)
+    metrics = yaml.safe_load((project / "data/evaluate/metrics.json").read_text())
+    assert {"trained", "baseline", "real"} <= set(metrics)
+    assert (project / "data/freeze_user/simulator/meta.json").exists()
+
+    import mlflow
+
+    parent = mlflow.search_runs(experiment_names=["mimesis"],
+                                filter_string="tags.`mimesis.kind` = 'pipeline'").iloc[0]
+    children = mlflow.search_runs(
+        experiment_names=["mimesis"],
+        filter_string=f"tags.`mlflow.parentRunId` = '{parent['run_id']}'")
+    assert sorted(children["tags.mlflow.runName"]) == sorted(STAGES)
+
+    env = _env(project)
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=project, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    assert "up to date" in status, status
+    repro = subprocess.run([str(BIN / "dvc"), "repro"], cwd=project, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert "Running stage" not in repro, repro
+
+    _mimesis(project, "run")
+    assert _last_pipeline_ran(project) == dict.fromkeys(STAGES, 0)
+
+    params_path = project / "params.yaml"
+    params = yaml.safe_load(params_path.read_text())
+    params["profiles"]["smoke"]["evaluate"]["max_conversations"] += 1
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+    _mimesis(project, "run")
+    assert _last_pipeline_ran(project) == {s: int(s == "evaluate") for s in STAGES}
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=project, env=env,
+                            capture_output=True, text=True, check=True).stdout
+    assert "up to date" in status, status
