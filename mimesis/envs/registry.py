@@ -1,0 +1,83 @@
+"""Registry of agent environments: adding an environment is adding one module.
+
+A module in ``mimesis/envs/`` that defines a :class:`~mimesis.envs.base.UserEnv` subclass
+decorated with :func:`register` is found automatically: :func:`make` and :func:`list_envs`
+import every module of the package once before they look the name up.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mimesis.envs.base import Split, UserEnv
+
+E = TypeVar("E", bound=type[UserEnv])
+
+_REGISTRY: dict[str, type[UserEnv]] = {}
+_discovered = False
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What :func:`list_envs` reports about one environment.
+
+    Attributes:
+        name: Registry name (``FunctionGym`` …).
+        split: ``train`` (used to train agents) or ``held_out`` (evaluation only).
+        n_scenarios: Number of shipped tasks; ``None`` for procedural generation (unbounded,
+            one task per seed).
+        source: Where the tasks come from.
+    """
+
+    name: str
+    split: Split
+    n_scenarios: int | None
+    source: str
+
+
+def register(cls: E) -> E:
+    """Class decorator: add an environment to the registry under ``cls.name``.
+
+    Raises:
+        ValueError: another class is already registered under that name.
+    """
+    known = _REGISTRY.get(cls.name)
+    if known is not None and known is not cls:
+        raise ValueError(f"environment {cls.name!r} is already registered by {known}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _discover() -> None:
+    """Import every module of ``mimesis.envs`` so their ``@register`` decorators run."""
+    global _discovered
+    if _discovered:
+        return
+    package = importlib.import_module("mimesis.envs")
+    for module in pkgutil.iter_modules(package.__path__, prefix="mimesis.envs."):
+        importlib.import_module(module.name)
+    _discovered = True
+
+
+def make(name: str, **kwargs: Any) -> UserEnv:
+    """Build a registered environment; ``kwargs`` go to its constructor.
+
+    Raises:
+        KeyError: unknown name (the message lists the known ones).
+    """
+    _discover()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[name](**kwargs)
+
+
+def list_envs() -> list[EnvSpec]:
+    """All registered environments, sorted by split (train first) then name."""
+    _discover()
+    specs = [
+        EnvSpec(cls.name, cls.split, cls.scenario_count(), cls.source) for cls in _REGISTRY.values()
+    ]
+    return sorted(specs, key=lambda s: (s.split != "train", s.name))

@@ -1,0 +1,191 @@
+"""Run-time guards of the user simulator: pure checks on one utterance (PITFALLS 2, 4, 5, 6).
+
+* :func:`is_assistant_like` — the role-adherence rule (UserLM, arXiv 2510.06552, "role
+  adherence"; our offline rule estimator): the simulated user talks like the assistant.
+* :func:`goal_overlap` — UserLM's intent-decomposition measure: stop-word-filtered unigram
+  overlap of the hidden goal and a user turn; a first turn that covers most of the goal is goal
+  dumping.
+* :func:`repeats_earlier` — a turn that (near-)verbatim repeats an earlier user turn is a
+  restart of the same request.
+* :func:`is_pleasantry` — a turn with no content but thanks / goodbyes, the material of the
+  endless thank-you loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Literal
+
+# Phrases an assistant uses and a user talking to an assistant practically never does.
+ASSISTANT_PATTERNS: dict[str, re.Pattern[str]] = {
+    name: re.compile(rx, re.IGNORECASE | re.MULTILINE) for name, rx in {
+        "certainly_opening": r"^\W*(?:certainly|of course|absolutely|great question)\s*[!,.]",
+        "happy_to_help": r"\b(?:i'?d|i would|i'?m|i am)\s+(?:be\s+)?(?:happy|glad|delighted)\s+"
+                         r"to\s+(?:help|assist)",
+        "as_an_ai": r"\bas an ai\b|\bas a (?:large )?language model\b|\bi'?m an ai\b",
+        "how_can_i_help": r"\bhow (?:can|may|might) i (?:help|assist)\b|\bwhat can i (?:help you"
+                          r" with|do for you)\b",
+        "anything_else": r"\bis there anything else (?:i can|you need|you'?d like)\b"
+                         r"|\bif you have any (?:other |further |more )?questions\b",
+        "here_are_options": r"\bhere are (?:some|a few|several|the following|your|a couple of)"
+                            r" (?:options|suggestions|ideas|ways|steps|tips|choices"
+                            r"|recommendations)\b",
+        "hope_this_helps": r"\bi hope (?:this|that) helps\b|\bfeel free to (?:ask|reach out)\b",
+        "i_can_help_you": r"\bi can (?:help|assist) you (?:with|to)\b",
+    }.items()
+}
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+\S", re.MULTILINE)
+# Offering choices *to the other party* (a user listing their own requirements does not).
+_OFFER = re.compile(
+    r"\b(?:would you like|do you prefer|which (?:one|option) (?:would|do) you (?:like|prefer|want)"
+    r"|you (?:can|could) (?:choose|pick|select)|let me know which|here are)\b", re.IGNORECASE)
+
+# Standard English function words, plus the framing words of goal descriptions ("the user wants
+# help to ..."), which say nothing about what the goal is.
+_STOP_WORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
+    "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for",
+    "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself",
+    "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just",
+    "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
+    "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "also",
+    "get", "got", "want", "wants", "need", "needs", "like", "please", "im", "i'm", "i'd", "i'll",
+    "i've", "it's", "don't", "can't", "let", "user", "users", "help",
+])
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+_PLEASANTRY_CORE = frozenset([
+    "thanks", "thank", "thx", "ty", "welcome", "bye", "goodbye", "cheers", "appreciate",
+    "appreciated", "np",
+])
+_PLEASANTRY_FILLER = frozenset([
+    "you", "you're", "youre", "your", "so", "much", "very", "a", "lot", "again", "ok", "okay",
+    "great", "perfect", "awesome", "cool", "nice", "good", "have", "day", "night", "evening",
+    "weekend", "no", "problem", "alright", "all", "right", "got", "it", "that's", "thats", "that",
+    "this", "is", "helps", "helped", "helpful", "for", "the", "help", "too", "as", "well",
+    "wonderful", "amazing", "lovely", "excellent", "sure", "will", "do", "kind", "really", "oh",
+    "ah", "and", "just", "once", "more", "was", "my", "pleasure", "anytime", "take", "care", "see",
+    "ya", "later",
+])
+
+
+@dataclass(frozen=True)
+class GuardParams:
+    """Settings of the run-time guards (one field per params key when a stage configures them).
+
+    Attributes:
+        goal_dump_threshold: Flag the first user turn as goal dumping when its
+            :func:`goal_overlap` (share of the goal's content words) is at least this, in [0, 1].
+        repeat_threshold: A turn whose normalised text has a difflib ratio ≥ this with an
+            earlier user turn of the episode is a repeat (restart), in (0, 1].
+        repeat_min_words: Turns shorter than this many words ("yes", "ok thanks") never count
+            as restarts.
+        pleasantries_limit: The N-th consecutive content-free user turn (thanks / bye only) ends
+            the episode with reason ``pleasantries_loop`` instead of being sent; ≥ 1.
+        resample_empty: Regenerate once when a turn has no utterance and no end signal.
+        resample_role_flip: Regenerate once when a turn is assistant-like (flag kept either way).
+        resample_goal_dump: Regenerate once when the first turn dumps the goal (flag kept).
+    """
+
+    goal_dump_threshold: float = 0.7
+    repeat_threshold: float = 0.9
+    repeat_min_words: int = 4
+    pleasantries_limit: int = 2
+    resample_empty: bool = True
+    resample_role_flip: bool = False
+    resample_goal_dump: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.goal_dump_threshold <= 1.0:
+            raise ValueError(
+                f"goal_dump_threshold must be in [0, 1], got {self.goal_dump_threshold}")
+        if not 0.0 < self.repeat_threshold <= 1.0:
+            raise ValueError(f"repeat_threshold must be in (0, 1], got {self.repeat_threshold}")
+        if self.pleasantries_limit < 1 or self.repeat_min_words < 1:
+            raise ValueError("pleasantries_limit and repeat_min_words must be ≥ 1")
+
+
+def assistant_like_reasons(text: str) -> list[str]:
+    """Names of the assistant-style rules ``text`` matches (empty list = stays the user).
+
+    Rules: the phrases in :data:`ASSISTANT_PATTERNS`, and ``offers_options``: a list of at least
+    two numbered/bulleted items together with an offer to the other party ("would you like",
+    "here are", "let me know which").
+    """
+    reasons = [name for name, rx in ASSISTANT_PATTERNS.items() if rx.search(text)]
+    if len(_LIST_ITEM.findall(text)) >= 2 and _OFFER.search(text):
+        reasons.append("offers_options")
+    return reasons
+
+
+def is_assistant_like(text: str) -> bool:
+    """True when ``text`` reads like the assistant, not the user (role-adherence rule).
+
+    Source: UserLM (arXiv 2510.06552) role adherence; rule-based offline estimator.
+
+    >>> is_assistant_like("Certainly! I'd be happy to help you book a flight.")
+    True
+    >>> is_assistant_like("can you book me a flight to denver")
+    False
+    """
+    return bool(assistant_like_reasons(text))
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased unigrams of ``text`` minus stop words (the UserLM overlap unit)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP_WORDS}
+
+
+def goal_overlap(goal: str, text: str,
+                 denominator: Literal["goal", "message"] = "goal") -> float:
+    """Stop-word-filtered unigram overlap of a goal (intent) I and a user turn U.
+
+    ``denominator="goal"`` gives |I ∩ U| / |I|, the share of the goal the turn reveals (used for
+    the goal-dump guard); ``"message"`` gives |I ∩ U| / |U|, the share of the turn taken from
+    the goal. Source: UserLM (arXiv 2510.06552), intent decomposition.
+
+    Returns:
+        A value in [0, 1]; 0.0 when the denominator set is empty.
+
+    >>> goal_overlap("book a flight to Denver on March 3", "flight to denver pls")
+    0.4
+    """
+    intent, turn = content_words(goal), content_words(text)
+    base = intent if denominator == "goal" else turn
+    return len(intent & turn) / len(base) if base else 0.0
+
+
+def normalize(text: str) -> str:
+    """Lower-case words joined by single spaces (punctuation and spacing ignored)."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def repeats_earlier(text: str, earlier: list[str], threshold: float = 0.9,
+                    min_words: int = 4) -> bool:
+    """True when ``text`` repeats one of ``earlier`` near-verbatim (normalised difflib ratio).
+
+    Turns with fewer than ``min_words`` words are never repeats: "yes" twice is not a restart.
+    """
+    norm = normalize(text)
+    if len(norm.split()) < min_words:
+        return False
+    return any(SequenceMatcher(None, norm, normalize(e)).ratio() >= threshold for e in earlier)
+
+
+def is_pleasantry(text: str) -> bool:
+    """True when ``text`` only thanks or says goodbye (at least one thanks/bye word, nothing else).
+
+    >>> is_pleasantry("Thanks so much, have a great day!")
+    True
+    >>> is_pleasantry("thanks, and can you also cancel the hotel?")
+    False
+    """
+    words = set(_WORD.findall(text.lower()))
+    return bool(words & _PLEASANTRY_CORE) and words <= _PLEASANTRY_CORE | _PLEASANTRY_FILLER
