@@ -1,0 +1,205 @@
+"""The offline realism table: every METRICS.md user-side metric for one simulator (or for real
+users, the ceiling), overall and per behaviour slice.
+
+Two-sample metrics (style distances, behaviour JS, C2ST) always compare turns from *different*
+conversations: a simulator's turns in half h against real turns in half 1 − h (both directions,
+averaged; C2ST accuracies pooled), and the real-vs-real row compares real half 0 with real half 1.
+So the three rows differ only in who wrote the turns, and sample sizes match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mimesis.behaviors.catalog import BEHAVIOR_IDS
+from mimesis.eval.c2st import c2st
+from mimesis.eval.divergence import behavior_frequencies, behavior_js
+from mimesis.eval.protocol import FIRST, NEXT, EvalItem
+from mimesis.eval.style import style_distances
+from mimesis.eval.userlm import (
+    first_turn_diversity,
+    mean_intent_decomposition,
+    role_adherence,
+    termination_f1,
+)
+
+Featurize = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A user turn written at ``item`` by a simulator or by the real user.
+
+    Attributes:
+        item: The position.
+        utterance: What the agent would see ("" when the writer ended or wrote nothing).
+        ended: The writer ended the conversation here.
+        behaviors: Behaviours of this turn by the shared labeler (``detect_rules``).
+    """
+
+    item: EvalItem
+    utterance: str
+    ended: bool
+    behaviors: tuple[str, ...]
+
+    @property
+    def spoken(self) -> bool:
+        return not self.ended and bool(self.utterance.strip())
+
+
+@dataclass(frozen=True)
+class RealismConfig:
+    """Support thresholds and C2ST settings (see ``EvaluateParams``)."""
+
+    min_support: int = 5
+    c2st_min_support: int = 12
+    c2st_folds: int = 5
+    c2st_c: float = 1.0
+    seed: int = 0
+
+
+def _key(record: TurnRecord) -> tuple[str, int]:
+    return record.item.conv_id, record.item.turn_index
+
+
+def _halves(records: Sequence[TurnRecord]) -> tuple[list[TurnRecord], list[TurnRecord]]:
+    spoken = [r for r in records if r.spoken]
+    return [r for r in spoken if r.item.half == 0], [r for r in spoken if r.item.half == 1]
+
+
+def _pairs(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord]) -> list[tuple]:
+    r0, r1 = _halves(real)
+    if sim is None:
+        return [(r0, r1)]
+    s0, s1 = _halves(sim)
+    return [(s0, r1), (s1, r0)]
+
+
+def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
+               featurize: Featurize, cfg: RealismConfig) -> dict:
+    """Style distances, behaviour JS and C2ST across halves; a metric is left out when a side
+    has fewer turns than its support threshold.
+
+    Args:
+        sim: A simulator's records, or ``None`` for the real-vs-real row.
+        real: Real records (spoken turns are used).
+        featurize: ``texts -> (n, d)`` features for the C2ST discriminator.
+        cfg: Thresholds.
+    """
+    pairs = _pairs(sim, real)
+    sizes = [min(len(a), len(b)) for a, b in pairs]
+    out: dict = {}
+    if min(sizes) >= cfg.min_support:
+        styles = [style_distances([r.utterance for r in a], [r.utterance for r in b])
+                  for a, b in pairs]
+        out["style"] = {k: float(np.mean([s[k] for s in styles])) for k in styles[0]}
+        out["behavior_js"] = float(np.mean([behavior_js([r.behaviors for r in a],
+                                                        [r.behaviors for r in b])
+                                            for a, b in pairs]))
+    if min(sizes) >= cfg.c2st_min_support:
+        out["c2st"] = _pooled_c2st(pairs, featurize, cfg)
+    return out
+
+
+def _pooled_c2st(pairs: list[tuple], featurize: Featurize, cfg: RealismConfig) -> dict:
+    results = [c2st(featurize([r.utterance for r in a]), featurize([r.utterance for r in b]),
+                    [r.item.conv_id for r in a], [r.item.conv_id for r in b],
+                    n_splits=cfg.c2st_folds, seed=cfg.seed, c=cfg.c2st_c) for a, b in pairs]
+    n = sum(2 * r.n_per_class for r in results)
+    accuracy = sum(r.accuracy * 2 * r.n_per_class for r in results) / n
+    return {"accuracy": accuracy, "distance": abs(accuracy - 50.0), "n": float(n)}
+
+
+def single_sample(records: Sequence[TurnRecord], is_assistant_like: Callable[[str], bool],
+                  min_support: int, real: bool = False) -> dict:
+    """First-turn diversity, intent decomposition, termination F1, role adherence and output
+    health of one writer. For real users termination F1 and role adherence are 1 by definition
+    (they are the reference); ``role_rule_flag_rate`` then shows how often the rule misfires."""
+    out: dict = {}
+    first = [r for r in records if r.item.kind == FIRST and r.spoken]
+    if len(first) >= max(2, min_support):
+        out["first_turn_diversity"] = first_turn_diversity([r.utterance for r in first])
+        out["intent_decomposition"] = mean_intent_decomposition(
+            [r.item.scenario.goal for r in first], [r.utterance for r in first])
+    spoken = [r.utterance for r in records if r.spoken]
+    if real:
+        out["termination_f1"], out["role_adherence"] = 1.0, 1.0
+        if spoken:
+            out["role_rule_flag_rate"] = 1.0 - role_adherence(spoken, is_assistant_like)
+        return out
+    nxt = [r for r in records if r.item.kind == NEXT]
+    if nxt:
+        term = termination_f1([r.ended for r in nxt], [r.item.real_ended for r in nxt])
+        out["termination_f1"] = term["f1"]
+        out["termination"] = {k: term[k] for k in ("precision", "recall", "positives", "n")}
+    if spoken:
+        out["role_adherence"] = role_adherence(spoken, is_assistant_like)
+    out["empty_rate"] = sum(not r.ended and not r.spoken for r in records) / max(1, len(records))
+    out["first_turn_end_rate"] = (sum(r.ended for r in records if r.item.kind == FIRST)
+                                  / max(1, sum(r.item.kind == FIRST for r in records)))
+    return out
+
+
+def row_metrics(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
+                featurize: Featurize, is_assistant_like: Callable[[str], bool],
+                cfg: RealismConfig) -> dict:
+    """All metrics of one row (``sim`` None = real vs real), plus its turn count."""
+    own = real if sim is None else sim
+    out = two_sample(sim, real, featurize, cfg)
+    out.update(single_sample(own, is_assistant_like, cfg.min_support, real=sim is None))
+    out["n_turns"] = float(sum(r.spoken for r in own))
+    return out
+
+
+def slice_metrics(rows: dict[str, Sequence[TurnRecord] | None], real: Sequence[TurnRecord],
+                  featurize: Featurize, is_assistant_like: Callable[[str], bool],
+                  cfg: RealismConfig) -> dict:
+    """Per behaviour B1..B13 seen in the real labels: support counts, then per row the two-sample
+    metrics and role adherence restricted to positions whose *real* turn carries the behaviour,
+    and ``behavior_recall`` — the share of those positions at which the writer's turn shows the
+    behaviour too (by the shared labeler). Termination is not sliced: an end position has no real
+    turn, hence no label; first-turn metrics are not sliced (a few first turns per behaviour)."""
+    out: dict = {}
+    for b in BEHAVIOR_IDS:
+        keep = {_key(r) for r in real if b in r.item.real_labels}
+        if not keep:
+            continue
+        real_b = [r for r in real if _key(r) in keep]
+        h0, h1 = _halves(real_b)
+        entry: dict = {"support": {"turns": float(len(real_b)), "half0": float(len(h0)),
+                                   "half1": float(len(h1)),
+                                   "conversations": float(len({r.item.conv_id for r in real_b}))}}
+        for name, records in rows.items():
+            sub = None if records is None else [r for r in records if _key(r) in keep]
+            own = real_b if sub is None else sub
+            metrics = two_sample(sub, real_b, featurize, cfg)
+            if sub is not None and any(r.spoken for r in sub):
+                metrics["role_adherence"] = role_adherence([r.utterance for r in sub if r.spoken],
+                                                           is_assistant_like)
+            metrics["behavior_recall"] = sum(b in r.behaviors for r in own) / len(own)
+            entry[name] = metrics
+        out[b] = entry
+    return out
+
+
+def behavior_table(rows: dict[str, Sequence[TurnRecord]]) -> dict[str, dict[str, float]]:
+    """Per writer, the share of spoken turns carrying each behaviour (for the bar plot)."""
+    return {name: behavior_frequencies([r.behaviors for r in recs if r.spoken] or [()])
+            for name, recs in rows.items()}
+
+
+def evaluate_rows(simulated: dict[str, Sequence[TurnRecord]], real: Sequence[TurnRecord],
+                  featurize: Featurize, is_assistant_like: Callable[[str], bool],
+                  cfg: RealismConfig) -> dict:
+    """The whole realism result: one row per simulator, the ``real`` (real vs real) row, the
+    per-behaviour ``slices`` and the ``behavior_frequencies`` behind the bar plot."""
+    out: dict = {name: row_metrics(recs, real, featurize, is_assistant_like, cfg)
+                 for name, recs in simulated.items()}
+    out["real"] = row_metrics(None, real, featurize, is_assistant_like, cfg)
+    out["slices"] = slice_metrics({**simulated, "real": None}, real, featurize,
+                                  is_assistant_like, cfg)
+    out["behavior_frequencies"] = behavior_table({"real": real, **simulated})
+    return out
