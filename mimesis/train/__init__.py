@@ -1,0 +1,1 @@
+"""Training helpers: SFT data, trainer construction, run reports."""
