@@ -5,6 +5,7 @@ The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -107,6 +108,123 @@ def _active_profile(root: Path) -> str:
     from mimesis.params import read_params
 
     return read_params(root / "params.yaml").get("profile", "default")
+
+
+
+DEFAULT_MODEL_NAME = "mimesis-user-simulator"
+SimulatorOpt = Annotated[Path, typer.Option(
+    "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
+
+
+def _passive_openmp() -> None:
+    """Before torch loads: spin-waiting OpenMP threads made CPU generation 10-50x slower on an
+    oversubscribed 2-core machine (benchmarks/serve.py); sleeping ones cost little."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _o(help_text: str, **kwargs: object) -> typer.models.OptionInfo:
+    """A typer option with its help text (keeps the serve/chat signatures short)."""
+    return typer.Option(help=help_text, **kwargs)
+
+
+@app.command()
+def serve(
+    simulator: SimulatorOpt = Path("data/freeze_user/simulator"),
+    backend: Annotated[str, _o("transformers (CPU/GPU) or vllm (GPU; pip install "
+                               "'mimesis-usersim\\[gpu]').")] = "transformers",
+    host: Annotated[str, _o("Bind address; loopback by default.")] = "127.0.0.1",
+    port: Annotated[int, _o("TCP port.")] = 8000,
+    model_name: Annotated[str, _o("Model id in responses.")] = DEFAULT_MODEL_NAME,
+    max_turns: Annotated[int, _o("User turns per episode.")] = 16,
+    max_tokens: Annotated[int, _o("Default new tokens per turn.")] = 96,
+    max_tokens_limit: Annotated[int, _o("Largest max_tokens a request may ask.")] = 512,
+    temperature: Annotated[float, _o("Default sampling temperature.")] = 0.8,
+    top_p: Annotated[float, _o("Default nucleus mass.")] = 0.95,
+    max_body_bytes: Annotated[int, _o("Largest request body, bytes (else 413).")] = 10**6,
+    episode_ttl: Annotated[float, _o("Idle seconds before an episode expires.")] = 3600,
+    max_episodes: Annotated[int, _o("Episodes kept (LRU beyond).")] = 10_000,
+    batch_window_ms: Annotated[float, _o("Wait for concurrent requests.")] = 10.0,
+    max_batch: Annotated[int, _o("Requests per generation call.")] = 16,
+    scenarios: Annotated[Path | None, typer.Option(
+        help="Label split file whose conversation ids clients may send as scenario_id.")] = None,
+    goal: Annotated[str | None, _o("Goal of episodes that name no scenario.")] = None,
+    api_key: Annotated[str | None, _o("Require 'Authorization: Bearer KEY'.",
+                                      envvar="MIMESIS_API_KEY")] = None,
+    dtype: Annotated[str | None, _o("float32 (CPU default) / bfloat16.")] = None,
+    tensor_parallel_size: Annotated[int, _o("vllm: GPUs per replica.")] = 1,
+    gpu_memory_utilization: Annotated[float, _o("vllm: GPU memory share.")] = 0.85,
+) -> None:
+    """Serve the frozen user simulator as an OpenAI-compatible chat-completions API
+    (docs/serving_and_scaling.md)."""
+    _passive_openmp()
+    from mimesis.serve.app import run_server
+    from mimesis.serve.backends import BackendUnavailableError, load_backend
+    from mimesis.serve.batching import BatchingSimulator
+    from mimesis.serve.config import ServeConfig, load_scenarios
+    from mimesis.simulator.frozen import FrozenSimulatorError
+
+    config = ServeConfig(model_name=model_name, max_turns=max_turns, default_max_tokens=max_tokens,
+                         max_tokens_limit=max_tokens_limit, temperature=temperature, top_p=top_p,
+                         max_body_bytes=max_body_bytes, episode_ttl_s=episode_ttl,
+                         max_episodes=max_episodes, batch_window_ms=batch_window_ms,
+                         max_batch=max_batch, api_key=api_key, default_goal=goal)
+    vllm_opts = ({"tensor_parallel_size": tensor_parallel_size,
+                  "gpu_memory_utilization": gpu_memory_utilization} if backend == "vllm" else {})
+    try:
+        engine = load_backend(backend, simulator, dtype=dtype, batch_size=max_batch,
+                              name=model_name, **vllm_opts)
+    except (BackendUnavailableError, FrozenSimulatorError, ValueError, OSError) as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from err
+    batcher = BatchingSimulator(engine, max_turns=max_turns, window_ms=batch_window_ms,
+                                max_batch=max_batch)
+    table = load_scenarios(scenarios) if scenarios else None
+    console.print(f"serving {simulator} ({backend}) on http://{host}:{port} — episode API: "
+                  f"http://{host}:{port}/ep/<episode_id>/v1")
+    run_server(batcher, config, host=host, port=port, scenarios=table)
+
+
+@app.command()
+def chat(
+    simulator: SimulatorOpt = Path("data/freeze_user/simulator"),
+    scenarios: Annotated[Path, _o("Label split file to take the scenario from.")]
+    = Path("data/label/test.jsonl"),
+    conversation: Annotated[str | None, _o("Conversation id in --scenarios.")] = None,
+    index: Annotated[int, _o("Position in --scenarios (when no id).")] = 0,
+    goal: Annotated[str | None, _o("Type a goal instead of a test scenario.")] = None,
+    behaviors: Annotated[str, _o("With --goal: behaviour ids, e.g. 'B3,B5'.")] = "",
+    show_thoughts: Annotated[bool, typer.Option(
+        help="Reveal the hidden goal and the user's private reasoning.")] = False,
+    max_turns: Annotated[int, _o("User turns at most.")] = 16,
+    max_tokens: Annotated[int, _o("New tokens per user turn.")] = 96,
+    temperature: Annotated[float, _o("Sampling temperature (0 = greedy).")] = 0.8,
+    top_p: Annotated[float, _o("Nucleus mass.")] = 0.95,
+    seed: Annotated[int | None, _o("Sampling seed.")] = None,
+    save: Annotated[Path | None, _o("Write the episode state (JSON) here.")] = None,
+) -> None:
+    """Play the agent against the frozen user simulator in the terminal (type /quit to stop)."""
+    _passive_openmp()
+    from mimesis.serve import chat as chat_mod
+    from mimesis.simulator.frozen import FrozenSimulatorError
+    from mimesis.simulator.runtime import UserSimulator
+
+    try:
+        scenario = chat_mod.pick_scenario(scenarios, conversation, index, goal,
+                                          [b.strip() for b in behaviors.split(",") if b.strip()])
+    except (FileNotFoundError, KeyError, IndexError, ValueError) as err:
+        hint = " (or pass --goal)" if isinstance(err, FileNotFoundError) else ""
+        console.print(f"[red]{err}[/red]{hint}")
+        raise typer.Exit(2) from err
+    try:
+        generate = chat_mod.load_generate_fn(simulator, max_tokens, temperature, top_p, seed)
+    except (FrozenSimulatorError, OSError) as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from err
+    state = chat_mod.run_chat(UserSimulator(generate, max_turns=max_turns), scenario,
+                              lambda: chat_mod.read_line(console), console, show_thoughts)
+    if save:
+        save.parent.mkdir(parents=True, exist_ok=True)
+        save.write_text(state.model_dump_json(indent=1))
 
 
 if __name__ == "__main__":

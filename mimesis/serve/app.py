@@ -1,0 +1,197 @@
+"""``mimesis serve``: the frozen user simulator behind an OpenAI-compatible HTTP API.
+
+Endpoints (all JSON; errors are OpenAI-shaped ``{"error": {"message", "type", "param", "code"}}``):
+
+* ``POST /ep/{episode_id}/v1/chat/completions`` — next user turn of an episode (state and private
+  reasoning kept server-side). Point an OpenAI client's ``base_url`` at
+  ``http://127.0.0.1:8000/ep/<episode_id>/v1``.
+* ``POST /v1/chat/completions`` — stateless: next user turn from the request alone.
+* ``GET /ep/{episode_id}/private`` — the episode's reasoning, flags and raw generations.
+* ``DELETE /ep/{episode_id}``, ``GET /v1/models``, ``GET /health``, ``GET /stats``.
+
+Request bodies over ``max_body_bytes`` get 413; ``max_tokens`` over the limit, streaming,
+``n`` ≠ 1 and malformed bodies get 400. Loopback (``127.0.0.1``) by default; set ``api_key``
+before binding anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mimesis.schemas import Scenario
+from mimesis.serve.batching import BatchingSimulator
+from mimesis.serve.config import ServeConfig
+from mimesis.serve.schemas import APIError, BodyTooLarge, ChatCompletionRequest, PrivateView
+from mimesis.serve.service import SimulatorService
+
+log = logging.getLogger("mimesis.serve")
+OPEN_PATHS = frozenset({"/health"})
+
+
+def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
+               scenarios: Mapping[str, Scenario] | None = None) -> FastAPI:
+    """The ASGI app (run it with uvicorn; the lifespan starts and stops the batcher).
+
+    Args:
+        simulator: Batched simulator over a backend (its ``max_turns`` is the turn budget).
+        config: Limits and defaults (default :class:`ServeConfig`).
+        scenarios: Scenarios selectable with ``scenario_id``.
+    """
+    config = config or ServeConfig()
+    service = SimulatorService(simulator, config, scenarios)
+    started = int(time.time())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        await simulator.start()
+        try:
+            yield
+        finally:
+            await simulator.stop()
+
+    app = FastAPI(title="mimesis user simulator", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    app.state.service = service
+    _install_error_handlers(app)
+    app.add_middleware(Gate, max_body_bytes=config.max_body_bytes, api_key=config.api_key)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "model": config.model_name, "backend": simulator.backend.name,
+                "episodes": len(service.store)}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": config.model_name, "object": "model",
+                                            "created": started, "owned_by": "mimesis"}]}
+
+    @app.post("/v1/chat/completions")
+    async def stateless(body: ChatCompletionRequest) -> dict:
+        return await service.stateless(body)
+
+    @app.post("/ep/{episode_id}/v1/chat/completions")
+    async def episode(episode_id: str, body: ChatCompletionRequest) -> dict:
+        return await service.episode(episode_id, body)
+
+    @app.get("/ep/{episode_id}/private")
+    async def private(episode_id: str) -> PrivateView:
+        return service.private(episode_id)
+
+    @app.delete("/ep/{episode_id}")
+    async def delete(episode_id: str) -> dict:
+        return service.delete(episode_id)
+
+    @app.get("/stats")
+    async def stats() -> dict:
+        store = service.store
+        return {"batching": dataclasses.asdict(simulator.stats),
+                "episodes": {"live": len(store), "expired": store.expired,
+                             "evicted": store.evicted}}
+
+    return app
+
+
+class Gate:
+    """ASGI middleware: API key check and request body limit, before any parsing.
+
+    The body is read here, up to ``max_body_bytes`` (a larger declared ``Content-Length`` is
+    refused without reading), and replayed to the app.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int, api_key: str | None = None) -> None:
+        self.app, self.max_body_bytes, self.api_key = app, max_body_bytes, api_key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        if self.api_key and scope["path"] not in OPEN_PATHS and not hmac.compare_digest(
+                headers.get("authorization", "").encode(), f"Bearer {self.api_key}".encode()):
+            await _error(APIError(401, "missing or wrong API key (Authorization: Bearer <key>)",
+                                  code="invalid_api_key"))(scope, receive, send)
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            await _error(BodyTooLarge(self.max_body_bytes))(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await _error(BodyTooLarge(self.max_body_bytes))(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _error(err: APIError) -> JSONResponse:
+    return JSONResponse(err.body.model_dump(), status_code=err.status)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(APIError)
+    async def api_error(_: Request, err: APIError) -> JSONResponse:
+        return _error(err)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
+        first: dict[str, Any] = (err.errors() or [{}])[0]
+        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+        if first.get("type") == "json_invalid":
+            return _error(APIError(400, "request body is not valid JSON", code="invalid_json"))
+        param = ".".join(loc) or None
+        message = f"{first.get('msg', 'invalid request')}" + (f" ({param})" if param else "")
+        return _error(APIError(400, message, param=param, code="invalid_value"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code)
+        return _error(APIError(err.status_code, str(err.detail), code=code))
+
+    @app.exception_handler(Exception)
+    async def crash(_: Request, err: Exception) -> JSONResponse:
+        log.exception("request failed")
+        return _error(APIError(500, f"internal error: {type(err).__name__}",
+                               code="internal_error"))
+
+
+def run_server(simulator: BatchingSimulator, config: ServeConfig, host: str = "127.0.0.1",
+               port: int = 8000, scenarios: Mapping[str, Scenario] | None = None,
+               log_level: str = "info") -> None:
+    """Serve until interrupted (blocking)."""
+    import uvicorn
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not config.api_key:
+        log.warning("serving on %s without an API key: anyone who can reach it can read the "
+                    "private reasoning; pass --api-key", host)
+    uvicorn.run(create_app(simulator, config, scenarios), host=host, port=port,
+                log_level=log_level, limit_concurrency=1024, timeout_keep_alive=30)

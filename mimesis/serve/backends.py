@@ -1,0 +1,248 @@
+"""Generation backends of ``mimesis serve``: turn a batch of simulator views into raw texts.
+
+* :class:`TransformersBackend` — the frozen simulator in transformers, one batched
+  :class:`~mimesis.models.generation.ChatGenerator` call per batch (CPU, or one GPU).
+* :class:`VLLMBackend` — the same folder in vLLM (``pip install 'mimesis-usersim[gpu]'``, a CUDA
+  GPU); vLLM is imported in the constructor only, so the CPU install never needs it.
+* :class:`FunctionBackend` — any ``generate_fn(batch) -> texts`` (scripted fakes in tests, an
+  OpenAI-compatible client wrapper).
+
+Every backend renders prompts with the tokenizer's own chat template (PITFALLS 10) and keeps the
+last ``max_prompt_tokens`` tokens, as :class:`ChatGenerator` does, so both engines see the same
+prompt. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from mimesis.simulator.runtime import GenerateFn, Messages
+
+VLLM_MISSING = ("the vllm backend needs vLLM and a CUDA GPU: pip install 'mimesis-usersim[gpu]' "
+                "(vllm==0.31.0), or serve with --backend transformers")
+_GENERATION_MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend cannot run here (e.g. vLLM not installed)."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings of one request (hashable: requests are batched per setting).
+
+    Attributes:
+        max_tokens: Most new tokens of the raw generation (reasoning + utterance), ≥ 1.
+        temperature: 0 = greedy.
+        top_p: Nucleus mass in (0, 1].
+        seed: Sampling seed; applies to the whole batch the request lands in (best effort).
+    """
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None = None
+
+
+class Backend(Protocol):
+    """What the server needs from an engine."""
+
+    name: str
+
+    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+        """One raw continuation (assistant role) per message list, in order."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (for ``usage``)."""
+        ...
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        """Tokens of the rendered prompt of ``messages`` (for ``usage``)."""
+        ...
+
+
+class FunctionBackend:
+    """Wrap a plain ``generate_fn``; sampling settings are ignored, tokens are whitespace words.
+
+    Args:
+        generate_fn: ``generate_fn(batch) -> texts``.
+        name: Reported as the backend name.
+    """
+
+    def __init__(self, generate_fn: GenerateFn, name: str = "function") -> None:
+        self.generate_fn = generate_fn
+        self.name = name
+
+    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+        return self.generate_fn(list(batch))
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        return sum(len(m["content"].split()) for m in messages)
+
+
+class _TokenizerCounts:
+    tokenizer: Any
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        return self.count_tokens(self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True))
+
+
+class TransformersBackend(_TokenizerCounts):
+    """The simulator in transformers: one :class:`ChatGenerator` pass per batch.
+
+    Args:
+        model: Causal LM in eval mode on its device.
+        tokenizer: Its tokenizer (chat template with the training format).
+        name: Reported as the backend name.
+        batch_size: Most sequences per forward pass.
+        max_prompt_tokens: Keep the last this many prompt tokens.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, name: str = "transformers",
+                 batch_size: int = 16, max_prompt_tokens: int = 768) -> None:
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.batch_size, self.max_prompt_tokens = batch_size, max_prompt_tokens
+
+    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+        from mimesis.models.generation import ChatGenerator, GenerationConfig
+
+        config = GenerationConfig(max_new_tokens=sampling.max_tokens,
+                                  temperature=sampling.temperature, top_p=sampling.top_p,
+                                  batch_size=self.batch_size,
+                                  max_prompt_tokens=self.max_prompt_tokens)
+        generator = ChatGenerator(self.model, self.tokenizer, config, name=self.name)
+        return generator.generate(batch, desc="serve", seed=sampling.seed)
+
+
+def vllm_sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for ``sampling`` (one sample, no special
+    tokens in the text; ``top_p`` is 1 under greedy decoding, as transformers ignores it then)."""
+    greedy = sampling.temperature <= 0
+    return {"n": 1, "max_tokens": sampling.max_tokens,
+            "temperature": max(sampling.temperature, 0.0),
+            "top_p": 1.0 if greedy else sampling.top_p, "seed": sampling.seed,
+            "skip_special_tokens": True}
+
+
+def build_vllm_prompts(tokenizer: Any, batch: Sequence[Messages],
+                       max_prompt_tokens: int) -> list[dict[str, list[int]]]:
+    """vLLM token prompts (``{"prompt_token_ids": [...]}``) for ``batch``.
+
+    Rendered with the tokenizer's chat template and ``add_generation_prompt``, exactly as
+    :meth:`ChatGenerator.render`, then cut to the last ``max_prompt_tokens`` tokens.
+    """
+    prompts = []
+    for messages in batch:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        prompts.append({"prompt_token_ids": list(ids[-max_prompt_tokens:])})
+    return prompts
+
+
+def import_vllm() -> Any:
+    """The ``vllm`` module.
+
+    Raises:
+        BackendUnavailableError: vLLM is not installed (message says how to install it).
+    """
+    try:
+        import vllm
+    except ImportError as err:
+        raise BackendUnavailableError(VLLM_MISSING) from err
+    return vllm
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """Tokenizer of a model folder with the same template rule as ``load_pretrained``: the saved
+    template when it has ``{% generation %}`` markers (a MIMESIS-trained one), else ChatML."""
+    from transformers import AutoTokenizer
+
+    from mimesis.models.chat_template import apply_chatml
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if not _GENERATION_MARKER.search(tokenizer.chat_template or ""):
+        apply_chatml(tokenizer)
+    return tokenizer
+
+
+class VLLMBackend(_TokenizerCounts):
+    """The simulator in vLLM (``LLM.generate`` over token prompts, one call per batch).
+
+    Args:
+        model_dir: Plain HF folder (a frozen simulator, verified first by :func:`load_backend`).
+        dtype: vLLM ``dtype`` (``bfloat16`` on GPUs).
+        max_prompt_tokens: Keep the last this many prompt tokens.
+        tensor_parallel_size: GPUs per model replica.
+        gpu_memory_utilization: Share of GPU memory vLLM may take.
+        max_model_len: Context length (``None``: the model's).
+        seed: Engine seed.
+        name: Reported as the backend name.
+        llm_kwargs: Further ``vllm.LLM`` arguments.
+
+    Raises:
+        BackendUnavailableError: vLLM not installed.
+    """
+
+    def __init__(self, model_dir: Path, dtype: str = "bfloat16", max_prompt_tokens: int = 2048,
+                 tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
+                 max_model_len: int | None = None, seed: int = 0, name: str = "vllm",
+                 **llm_kwargs: Any) -> None:
+        vllm = import_vllm()
+        self.name, self.max_prompt_tokens = name, max_prompt_tokens
+        self.tokenizer = load_tokenizer(Path(model_dir))
+        self._sampling_params = vllm.SamplingParams
+        self.llm = vllm.LLM(model=str(model_dir), tokenizer=str(model_dir), dtype=dtype,
+                            tensor_parallel_size=tensor_parallel_size,
+                            gpu_memory_utilization=gpu_memory_utilization,
+                            max_model_len=max_model_len, seed=seed, **llm_kwargs)
+
+    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+        prompts = build_vllm_prompts(self.tokenizer, batch, self.max_prompt_tokens)
+        params = self._sampling_params(**vllm_sampling_kwargs(sampling))
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [out.outputs[0].text for out in outputs]
+
+
+def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size: int = 16,
+                 max_prompt_tokens: int = 768, name: str | None = None,
+                 **vllm_kwargs: Any) -> Backend:
+    """The frozen simulator at ``sim_dir`` behind backend ``kind``, after its sha256 check.
+
+    Args:
+        kind: ``transformers`` or ``vllm``.
+        sim_dir: A frozen simulator folder (``data/freeze_user/simulator``).
+        dtype: Weights dtype (default ``float32`` for transformers, ``bfloat16`` for vLLM).
+        batch_size / max_prompt_tokens: Engine limits (``batch_size``: transformers only).
+        name: Backend name (default: ``kind``).
+        vllm_kwargs: Extra :class:`VLLMBackend` arguments.
+
+    Raises:
+        ValueError: unknown ``kind``.
+        mimesis.simulator.frozen.FrozenSimulatorError: the folder fails verification.
+        BackendUnavailableError: ``vllm`` requested but not installed.
+    """
+    from mimesis.simulator.frozen import load_frozen, verify
+
+    if kind == "transformers":
+        model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32")
+        return TransformersBackend(model, tokenizer, name=name or kind, batch_size=batch_size,
+                                   max_prompt_tokens=max_prompt_tokens)
+    if kind == "vllm":
+        import_vllm()  # fail with the install hint before hashing gigabytes of weights
+        verify(Path(sim_dir))
+        return VLLMBackend(Path(sim_dir), dtype=dtype or "bfloat16",
+                           max_prompt_tokens=max_prompt_tokens, name=name or kind, **vllm_kwargs)
+    raise ValueError(f"unknown backend {kind!r}: use 'transformers' or 'vllm'")
+

@@ -1,0 +1,209 @@
+"""Gather concurrent requests into one batched simulator call (asyncio queue + one worker).
+
+Each request puts ``(agent_message, state, sampling)`` on a queue and awaits a future. The worker
+takes the first waiting request, keeps collecting for ``window_ms`` (or until ``max_batch``),
+groups the batch by :class:`~mimesis.serve.backends.Sampling` and runs
+:meth:`UserSimulator.next_messages <mimesis.simulator.runtime.UserSimulator.next_messages>` once
+per group — one ``backend.generate`` call, plus one for turns a guard resamples — in a single
+worker thread, so the event loop keeps accepting requests meanwhile. Requests that arrive during a
+generation form the next batch. Parsing, guards and episode rules are those of
+:class:`~mimesis.simulator.runtime.UserSimulator`, as everywhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+from mimesis.schemas import Scenario, Turn
+from mimesis.serve.backends import Backend, Sampling
+from mimesis.simulator.guards import GuardParams
+from mimesis.simulator.prompts import render_system_prompt
+from mimesis.simulator.runtime import NO_REPLY, UserSimulator, UserState, build_view
+
+
+@dataclass
+class TurnResult:
+    """The simulator's answer to one request.
+
+    Attributes:
+        message: The user's utterance (``""`` when the episode ended on this call).
+        state: The episode state after the call.
+        prompt_tokens / completion_tokens: Usage of the generation(s) this call made.
+    """
+
+    message: str
+    state: UserState
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class _Item:
+    agent_message: str | None
+    state: UserState
+    sampling: Sampling
+    future: asyncio.Future
+
+
+@dataclass
+class BatchStats:
+    """Counters of the worker (reported by ``GET /stats``)."""
+
+    batches: int = 0
+    requests: int = 0
+    largest_batch: int = 0
+    generate_seconds: float = 0.0
+    completion_tokens: int = 0
+    sizes: dict[int, int] = field(default_factory=dict)
+
+
+class BatchingSimulator:
+    """A :class:`UserSimulator` behind an async batching queue.
+
+    Args:
+        backend: The generation engine.
+        max_turns: Most user turns per episode.
+        guards: Run-time guard settings (default :class:`GuardParams`).
+        window_ms: How long the worker waits for more requests after the first one.
+        max_batch: Most requests per batch (≥ 1).
+        system_prompt_fn: Scenario → system prompt (the trained simulator's by default).
+
+    Raises:
+        ValueError: ``max_batch`` < 1 or negative ``window_ms``.
+    """
+
+    def __init__(self, backend: Backend, max_turns: int = 16, guards: GuardParams | None = None,
+                 window_ms: float = 10.0, max_batch: int = 16,
+                 system_prompt_fn: Callable[[Scenario], str] = render_system_prompt) -> None:
+        if max_batch < 1 or window_ms < 0:
+            raise ValueError("max_batch must be ≥ 1 and window_ms ≥ 0")
+        self.backend = backend
+        self.window_s = window_ms / 1000
+        self.max_batch = max_batch
+        self._make_sim = partial(UserSimulator, max_turns=max_turns,
+                                 system_prompt_fn=system_prompt_fn, guards=guards)
+        self.max_turns = max_turns
+        self.stats = BatchStats()
+        self._queue: asyncio.Queue[_Item] | None = None
+        self._worker: asyncio.Task | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def init_state(self, scenario: Scenario) -> UserState:
+        """A fresh episode for ``scenario`` (no model call)."""
+        return self._make_sim(self._no_generate).init_state(scenario)
+
+    async def start(self) -> None:
+        """Start the worker (call from the running event loop)."""
+        self._queue = asyncio.Queue()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mimesis-generate")
+        self._worker = asyncio.create_task(self._work(), name="mimesis-batcher")
+
+    async def stop(self) -> None:
+        """Stop the worker; requests still queued fail with ``RuntimeError``."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+        while self._queue is not None and not self._queue.empty():
+            item = self._queue.get_nowait()
+            if not item.future.done():
+                item.future.set_exception(RuntimeError("server shutting down"))
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        self._worker = self._executor = None
+
+    async def next_message(self, agent_message: str | None, state: UserState,
+                           sampling: Sampling) -> TurnResult:
+        """The user's reply to ``agent_message`` in episode ``state`` (not modified).
+
+        Raises:
+            RuntimeError: the worker is not running.
+            ValueError: from :meth:`UserSimulator.next_message` (invalid turn order).
+        """
+        if self._queue is None or self._worker is None:
+            raise RuntimeError("BatchingSimulator.start() was not called")
+        future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Item(agent_message, state, sampling, future))
+        return await future
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            deadline = loop.time() + self.window_s
+            while len(batch) < self.max_batch:
+                remaining = deadline - loop.time()
+                try:
+                    item = (self._queue.get_nowait() if remaining <= 0 else
+                            await asyncio.wait_for(self._queue.get(), remaining))
+                except (asyncio.QueueEmpty, TimeoutError):
+                    break
+                batch.append(item)
+            batch = [item for item in batch if not item.future.cancelled()]
+            if not batch:
+                continue
+            outcomes = await loop.run_in_executor(self._executor, self._run_batch, batch)
+            for item, outcome in zip(batch, outcomes, strict=True):
+                if item.future.done():
+                    continue
+                if isinstance(outcome, BaseException):
+                    item.future.set_exception(outcome)
+                else:
+                    item.future.set_result(outcome)
+
+    def _run_batch(self, batch: Sequence[_Item]) -> list[TurnResult | BaseException]:
+        """Worker thread: one ``next_messages`` call per sampling group."""
+        started = time.perf_counter()
+        groups: dict[Sampling, list[int]] = defaultdict(list)
+        for i, item in enumerate(batch):
+            groups[item.sampling].append(i)
+        outcomes: list[TurnResult | BaseException] = [RuntimeError("not run")] * len(batch)
+        for sampling, idx in groups.items():
+            sim = self._make_sim(partial(self.backend.generate, sampling=sampling))
+            try:
+                replies = sim.next_messages([(batch[i].agent_message, batch[i].state)
+                                             for i in idx])
+            except Exception as err:  # noqa: BLE001 - re-raised in each waiting request
+                for i in idx:
+                    outcomes[i] = err
+                continue
+            for i, (message, state) in zip(idx, replies, strict=True):
+                outcomes[i] = self._result(batch[i], message, state)
+        self._record(len(batch), time.perf_counter() - started, outcomes)
+        return outcomes
+
+    def _result(self, item: _Item, message: str, state: UserState) -> TurnResult:
+        """Attach usage: the raw generations this call added, and the view they were given."""
+        new_raw = state.raw[len(item.state.raw):]
+        if not new_raw:
+            return TurnResult(message, state)
+        before = item.state.model_copy(deep=True)
+        if item.agent_message is not None:
+            text = item.agent_message if item.agent_message.strip() else NO_REPLY
+            before.history.append(Turn(role="assistant", text=text))
+        prompt = self.backend.prompt_tokens(build_view(before)) * len(new_raw)
+        completion = sum(self.backend.count_tokens(r) for r in new_raw)
+        return TurnResult(message, state, prompt, completion)
+
+    def _record(self, size: int, seconds: float, outcomes: list) -> None:
+        s = self.stats
+        s.batches += 1
+        s.requests += size
+        s.largest_batch = max(s.largest_batch, size)
+        s.generate_seconds += seconds
+        s.sizes[size] = s.sizes.get(size, 0) + 1
+        s.completion_tokens += sum(o.completion_tokens for o in outcomes
+                                   if isinstance(o, TurnResult))
+
+    @staticmethod
+    def _no_generate(batch: list) -> list[str]:
+        raise RuntimeError("init_state does not generate")

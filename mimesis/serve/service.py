@@ -1,0 +1,202 @@
+"""What the endpoints do: resolve the scenario, check the request against the episode, call the
+batched simulator, and shape the OpenAI response (content without reasoning, end signal).
+
+End of conversation: when the simulator ends the episode (its end signal, or a guard: turn
+budget, restart, pleasantries loop, empty turn), the response has ``finish_reason``
+:data:`~mimesis.serve.schemas.END_FINISH_REASON` and content
+:data:`~mimesis.serve.schemas.END_CONTENT`; every later call on the episode returns the same.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+
+from mimesis.schemas import Scenario
+from mimesis.serve.backends import Sampling
+from mimesis.serve.batching import BatchingSimulator, TurnResult
+from mimesis.serve.config import ServeConfig
+from mimesis.serve.episodes import EPISODE_ID, EpisodeStore
+from mimesis.serve.messages import (
+    check_continues,
+    read_request,
+    scenario_equal,
+    stateless_state,
+)
+from mimesis.serve.schemas import (
+    END_CONTENT,
+    END_FINISH_REASON,
+    STOP_FINISH_REASON,
+    APIError,
+    ChatCompletion,
+    ChatCompletionRequest,
+    Choice,
+    EpisodeInfo,
+    PrivateTurn,
+    PrivateView,
+    ResponseMessage,
+    Usage,
+)
+from mimesis.simulator.runtime import UserState
+
+
+class SimulatorService:
+    """The server's logic, independent of HTTP (FastAPI routes are one-liners over it).
+
+    Args:
+        simulator: The batched simulator (started by the app's lifespan).
+        config: Limits and defaults.
+        scenarios: Scenarios selectable by ``scenario_id`` (e.g. the label test split).
+    """
+
+    def __init__(self, simulator: BatchingSimulator, config: ServeConfig,
+                 scenarios: Mapping[str, Scenario] | None = None) -> None:
+        self.simulator = simulator
+        self.config = config
+        self.scenarios = dict(scenarios or {})
+        self.store = EpisodeStore(config.episode_ttl_s, config.max_episodes)
+
+    def sampling(self, body: ChatCompletionRequest) -> Sampling:
+        """Sampling settings of a request, within the server's limits.
+
+        Raises:
+            APIError: 400 for ``stream``, ``n`` ≠ 1 or ``max_tokens`` above the limit.
+        """
+        cfg = self.config
+        if body.stream:
+            raise APIError(400, "streaming is not supported: send stream=false", param="stream",
+                           code="unsupported_parameter")
+        if body.n not in (None, 1):
+            raise APIError(400, "only n=1 is supported", param="n", code="unsupported_parameter")
+        param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
+        max_tokens = body.max_completion_tokens or body.max_tokens or cfg.default_max_tokens
+        if max_tokens > cfg.max_tokens_limit:
+            raise APIError(400, f"{param}={max_tokens} exceeds this server's limit of "
+                           f"{cfg.max_tokens_limit}", param=param, code="max_tokens_too_large")
+        return Sampling(max_tokens=max_tokens,
+                        temperature=cfg.temperature if body.temperature is None
+                        else body.temperature,
+                        top_p=cfg.top_p if body.top_p is None else body.top_p, seed=body.seed)
+
+    def scenario(self, body: ChatCompletionRequest) -> Scenario | None:
+        """The scenario a request names (``scenario``, ``scenario_id``, else the server default).
+
+        Raises:
+            APIError: 400 for both fields at once or an unknown ``scenario_id``.
+        """
+        if body.scenario is not None and body.scenario_id is not None:
+            raise APIError(400, "send scenario or scenario_id, not both", param="scenario_id",
+                           code="conflicting_parameters")
+        if body.scenario is not None:
+            return body.scenario.to_scenario()
+        if body.scenario_id is not None:
+            if body.scenario_id not in self.scenarios:
+                raise APIError(400, f"unknown scenario_id {body.scenario_id!r} ("
+                               f"{len(self.scenarios)} scenarios loaded)", param="scenario_id",
+                               code="unknown_scenario")
+            return self.scenarios[body.scenario_id]
+        if self.config.default_goal:
+            return Scenario(goal=self.config.default_goal, annotator="server")
+        return None
+
+    def _required_scenario(self, body: ChatCompletionRequest) -> Scenario:
+        scenario = self.scenario(body)
+        if scenario is None:
+            raise APIError(400, "no scenario: send extra_body={'scenario': {'goal': ...}} or "
+                           "{'scenario_id': ...} (the server has no default goal)",
+                           param="scenario", code="scenario_required")
+        return scenario
+
+    async def stateless(self, body: ChatCompletionRequest) -> dict:
+        """``POST /v1/chat/completions``: the next user turn from the request alone (earlier
+        reasoning unknown; nothing kept)."""
+        sampling, view = self.sampling(body), read_request(body.messages)
+        state = stateless_state(self.simulator.init_state(self._required_scenario(body)), view)
+        result = await self.simulator.next_message(view.agent_message, state, sampling)
+        return self._completion(result, None)
+
+    async def episode(self, episode_id: str, body: ChatCompletionRequest) -> dict:
+        """``POST /ep/{episode_id}/v1/chat/completions``: the next user turn of an episode.
+
+        Raises:
+            APIError: 400 bad id or request, 404 unknown/expired episode with history, 409 the
+                request does not continue the episode or names another scenario.
+        """
+        check_episode_id(episode_id)
+        sampling, view = self.sampling(body), read_request(body.messages)
+        episode = self.store.get(episode_id)
+        if episode is None:
+            if view.user_turns():
+                raise APIError(404, f"episode {episode_id!r} is unknown or expired, and the "
+                               "request continues a conversation", param="episode_id",
+                               code="episode_not_found")
+            state = self.simulator.init_state(self._required_scenario(body))
+            episode = self.store.create(episode_id, state)
+        else:
+            named = self.scenario(body) if (body.scenario or body.scenario_id) else None
+            if named is not None and not scenario_equal(named, episode.state.scenario):
+                raise APIError(409, f"episode {episode_id!r} runs another scenario",
+                               param="scenario", code="scenario_mismatch")
+        async with episode.lock:
+            key = view.fingerprint()
+            if episode.replay_key == key and episode.replay is not None:
+                return episode.replay
+            if episode.state.ended:
+                return self._completion(TurnResult("", episode.state), episode_id)
+            check_continues(episode.state, view, episode_id)
+            result = await self.simulator.next_message(view.agent_message, episode.state,
+                                                       sampling)
+            episode.state, episode.updated = result.state, time.time()
+            episode.replay_key, episode.replay = key, self._completion(result, episode_id)
+            return episode.replay
+
+    def private(self, episode_id: str) -> PrivateView:
+        """``GET /ep/{episode_id}/private``: reasoning per user turn, flags and raw generations.
+
+        Raises:
+            APIError: 404 unknown or expired episode.
+        """
+        check_episode_id(episode_id)
+        episode = self.store.get(episode_id)
+        if episode is None:
+            raise APIError(404, f"episode {episode_id!r} is unknown or expired",
+                           param="episode_id", code="episode_not_found")
+        s = episode.state
+        turns = [PrivateTurn(index=k, utterance=u, reasoning=r, flags=f) for k, (u, r, f)
+                 in enumerate(zip(s.user_utterances(), s.private, s.turn_flags, strict=True))]
+        return PrivateView(episode_id=episode_id, scenario=s.scenario, turns=turns,
+                           ended=s.ended, end_reason=s.end_reason, end_reasoning=s.end_reasoning,
+                           flags=s.flags, raw=s.raw, created=episode.created,
+                           updated=episode.updated)
+
+    def delete(self, episode_id: str) -> dict:
+        """``DELETE /ep/{episode_id}``: forget an episode (404 when unknown)."""
+        check_episode_id(episode_id)
+        if not self.store.delete(episode_id):
+            raise APIError(404, f"episode {episode_id!r} is unknown or expired",
+                           param="episode_id", code="episode_not_found")
+        return {"id": episode_id, "object": "episode", "deleted": True}
+
+    def _completion(self, result: TurnResult, episode_id: str | None) -> dict:
+        state: UserState = result.state
+        ended = state.ended
+        usage = Usage(prompt_tokens=result.prompt_tokens,
+                      completion_tokens=result.completion_tokens,
+                      total_tokens=result.prompt_tokens + result.completion_tokens)
+        choice = Choice(message=ResponseMessage(content=END_CONTENT if ended else result.message),
+                        finish_reason=END_FINISH_REASON if ended else STOP_FINISH_REASON)
+        info = EpisodeInfo(episode_id=episode_id, turn=state.turns, ended=ended,
+                           end_reason=state.end_reason, flags=list(state.flags))
+        return ChatCompletion(id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
+                              model=self.config.model_name, choices=[choice], usage=usage,
+                              mimesis=info).model_dump()
+
+
+def check_episode_id(episode_id: str) -> None:
+    """Raises APIError 400 unless ``episode_id`` is 1–128 of ``[A-Za-z0-9._:-]``."""
+    if not EPISODE_ID.match(episode_id):
+        raise APIError(400, "episode ids are 1-128 characters of letters, digits and . _ : - "
+                       "(starting with a letter or digit)", param="episode_id",
+                       code="invalid_episode_id")
+
