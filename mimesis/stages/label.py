@@ -1,0 +1,189 @@
+"""Stage ``label``: tag every user turn with the 13 behaviours and the style traits, and write the
+private reasoning, the scenario goal and the end-of-conversation reasoning.
+
+Reads:  ``<curate>/{train,val,test}.jsonl`` (``Conversation``).
+Writes: ``<out>/{train,val,test}.jsonl`` (``LabeledConversation``), ``rejects.jsonl`` (``Reject``:
+        invalid, duplicate or unlabellable conversations, with a reason), ``counts.json`` (per
+        split: input = labelled + rejected + not_sampled, plus label frequencies and producers).
+Run:    ``python -m mimesis.stages.label --curate data/curate --out data/label``
+
+Per split, ``max_conversations`` conversations are sampled with the seed (the rest are counted as
+``not_sampled``) and cut to their first ``max_user_turns`` user turns. Rules
+(``mimesis.behaviors.rules``) label every turn; the annotator (``label.annotator``: a local HF
+model or an OpenAI-compatible endpoint) writes reasoning for ``reasoning_splits``, goals for all
+splits, end reasoning for conversations that really ended, and optionally behaviour ids, with one
+batched call per prompt kind. Every label, reasoning and goal records its producer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mimesis.behaviors.annotator import AnnotatorParams, make_annotator
+from mimesis.behaviors.labeling import COMBINE_MODES, STAGE, Outcome, label_conversations
+from mimesis.behaviors.report import label_frequency, log_to_mlflow, reconcile
+from mimesis.io import read_jsonl, write_json, write_jsonl
+from mimesis.params import build, stage_params
+from mimesis.schemas import Conversation, Reject
+from mimesis.tracking import stage_run
+
+SPLITS = ("train", "val", "test")
+
+__all__ = ["AnnotatorParams", "LabelParams", "main", "run"]
+
+
+@dataclass(frozen=True)
+class LabelParams:
+    """Parameters of the ``label`` stage (params.yaml ``label:``)."""
+
+    # Conversations sampled per split with the seed; 0 = all.
+    max_conversations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
+    max_user_turns: int = 4  # label the first N user turns (+ reply); 0 = all. Cut => ended=False
+    reasoning_splits: list[str] = field(default_factory=lambda: ["train", "val"])
+    combine: str = "union"  # behaviour labels from rules and annotator: union | rules | annotator
+    trait_min_share: float = 0.5  # terse/typo_rich enter the scenario at this share of turns
+    annotator: AnnotatorParams = field(default_factory=AnnotatorParams)
+    seed: int = 0
+    profile: str = "default"
+
+    def __post_init__(self) -> None:
+        if unknown := (set(self.max_conversations) | set(self.reasoning_splits)) - set(SPLITS):
+            raise ValueError(f"unknown splits {sorted(unknown)}; use {SPLITS}")
+        if min(self.max_conversations.values(), default=0) < 0 or self.max_user_turns < 0:
+            raise ValueError("max_conversations and max_user_turns must be >= 0")
+        if self.combine not in COMBINE_MODES:
+            raise ValueError(f"combine {self.combine!r} not in {COMBINE_MODES}")
+        if not 0 < self.trait_min_share <= 1:
+            raise ValueError("trait_min_share must be in (0, 1]")
+
+
+def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
+    """Label the curated splits in ``curate_dir``; write the outputs to ``out_dir``."""
+    start = time.time()
+    with stage_run(STAGE, dataclasses.asdict(params)):
+        inputs, input_rejects = load_inputs(curate_dir)
+        sampled, not_sampled = sample(inputs, params.max_conversations, params.seed)
+        annotator = make_annotator(params.annotator, params.seed)
+        outcome = label_conversations(
+            [c for split in SPLITS for c in sampled[split]], annotator,
+            max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
+            combine_mode=params.combine, trait_min_share=params.trait_min_share)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for split in SPLITS:
+            write_jsonl(out_dir / f"{split}.jsonl", outcome.labelled.get(split, []))
+        rejects = [r for split in SPLITS for r in input_rejects[split]] + outcome.rejects
+        write_jsonl(out_dir / "rejects.jsonl", rejects)
+        counts = summarise(inputs, input_rejects, not_sampled, outcome)
+        counts["seconds"] = round(time.time() - start, 1)
+        write_json(out_dir / "counts.json", counts)
+        log_to_mlflow(counts, {t.name: t.source for t in annotator.templates.values()})
+    print_summary(counts)
+    return out_dir
+
+
+def load_inputs(curate_dir: Path) -> tuple[dict[str, list[Conversation]], dict[str, list[Reject]]]:
+    """Valid conversations per split, and per split a reject for each invalid, misfiled or
+    repeated record.
+
+    Raises:
+        FileNotFoundError: a split file is missing (run the curate stage first).
+    """
+    inputs: dict[str, list[Conversation]] = {s: [] for s in SPLITS}
+    rejects: dict[str, list[Reject]] = {s: [] for s in SPLITS}
+    seen: set[str] = set()
+    for split in SPLITS:
+        path = curate_dir / f"{split}.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: run the curate stage first")
+        for row in read_jsonl(path):
+            checked = _check(row, split, seen)
+            if isinstance(checked, Reject):
+                rejects[split].append(checked)
+            else:
+                inputs[split].append(checked)
+    return inputs, rejects
+
+
+def _check(row: object, split: str, seen: set[str]) -> Conversation | Reject:
+    rid = str(row.get("id", "?")) if isinstance(row, dict) else "?"
+    try:
+        conv = Conversation.model_validate(row)
+    except ValidationError as exc:
+        return Reject(id=rid, stage=STAGE, reason="invalid_record", detail=str(exc)[:300])
+    if conv.split not in (None, split):
+        return Reject(id=rid, stage=STAGE, reason="split_mismatch",
+                      detail=f"record says {conv.split!r}, file is {split!r}")
+    if conv.id in seen:
+        return Reject(id=rid, stage=STAGE, reason="duplicate_id", detail=f"again in {split}")
+    seen.add(conv.id)
+    return conv.model_copy(update={"split": split})
+
+
+def sample(inputs: dict[str, list[Conversation]], limits: dict[str, int],
+           seed: int) -> tuple[dict[str, list[Conversation]], dict[str, int]]:
+    """Up to ``limits[split]`` conversations per split (0 or missing = all), drawn with a
+    per-split RNG seeded by ``seed`` and kept in input order; also the count left out."""
+    sampled, left_out = {}, {}
+    for split, convs in inputs.items():
+        n = limits.get(split, 0)
+        keep = (range(len(convs)) if n <= 0 or n >= len(convs)
+                else sorted(random.Random(f"{seed}:{split}").sample(range(len(convs)), n)))
+        sampled[split] = [convs[i] for i in keep]
+        left_out[split] = len(convs) - len(sampled[split])
+    return sampled, left_out
+
+
+def summarise(inputs: dict[str, list[Conversation]], input_rejects: dict[str, list[Reject]],
+              not_sampled: dict[str, int], outcome: Outcome) -> dict:
+    """The content of counts.json; checks that every input record is accounted for.
+
+    Raises:
+        RuntimeError: the counts of a split do not reconcile.
+    """
+    split_of = {c.id: s for s, convs in inputs.items() for c in convs}
+    late = Counter(split_of[r.id] for r in outcome.rejects)
+    splits = {s: {"input": len(inputs[s]) + len(input_rejects[s]),
+                  "labelled": len(outcome.labelled.get(s, [])),
+                  "rejected": len(input_rejects[s]) + late[s],
+                  "not_sampled": not_sampled[s],
+                  "truncated": outcome.truncated.get(s, 0),
+                  "user_turns": sum(len(c.labels) for c in outcome.labelled.get(s, []))}
+              for s in SPLITS}
+    reconcile(splits)
+    reasons = Counter(r.reason for rs in input_rejects.values() for r in rs)
+    reasons.update(r.reason for r in outcome.rejects)
+    return {"splits": splits, "reject_reasons": dict(reasons),
+            "producers": {k: dict(v) for k, v in outcome.producers.items()},
+            "label_frequency": {s: label_frequency(outcome.labelled.get(s, [])) for s in SPLITS}}
+
+
+def print_summary(counts: dict) -> None:
+    """One line per split plus fallback use and run time."""
+    for split, c in counts["splits"].items():
+        print(f"label {split:5s}: " + ", ".join(f"{k}={v}" for k, v in c.items()))
+    for kind, producers in counts["producers"].items():
+        print(f"label {kind} producers: {producers}")
+    print(f"label rejects: {counts['reject_reasons'] or 'none'}; {counts['seconds']} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--curate", type=Path, default=Path("data/curate"),
+                        help="curate stage output folder")
+    parser.add_argument("--out", type=Path, default=Path("data/label"))
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    args = parser.parse_args(argv)
+    params = build(LabelParams, stage_params(STAGE, args.params))
+    run(args.curate, args.out, params)
+
+
+if __name__ == "__main__":
+    main()
