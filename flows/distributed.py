@@ -30,7 +30,7 @@ class StageDispatchError(RuntimeError):
     """A stage's deployment run did not complete (failed, crashed, cancelled or timed out)."""
 
 
-@flow(name="mimesis-distributed", log_prints=True)
+@flow(name="mimesis-distributed")
 def distributed_pipeline(profile: str | None = None, stages: list[str] | None = None,
                          force: bool = False, dvc_sync: bool = False, root: str = ".",
                          poll_interval_s: float = 5.0,

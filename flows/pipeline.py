@@ -9,7 +9,9 @@ from mimesis.tracking import log_stage_times, pipeline_run
 from tasks.stages import TASKS
 
 
-@flow(name="mimesis-pipeline", log_prints=True)
+# log_prints stays off: it patches print(), which breaks libraries that capture stdout
+# (dill disassembles functions into a captured stdout to fingerprint datasets maps).
+@flow(name="mimesis-pipeline")
 def pipeline(root: str = ".", profile: str = "default", stages: list[str] | None = None,
              force: bool = False) -> list[StageResult]:
     """Run ``stages`` (default: all, in pipeline order) under one MLflow parent run."""

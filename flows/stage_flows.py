@@ -64,7 +64,7 @@ def dvc(root: Path, *args: str) -> None:
                    capture_output=True)
 
 
-@flow(name=FLOW_NAME, flow_run_name="{stage}", log_prints=True, persist_result=True,
+@flow(name=FLOW_NAME, flow_run_name="{stage}", persist_result=True,
       result_serializer="json")
 def stage_flow(stage: str, root: str = ".", profile: str | None = None, force: bool = False,
                parent_run_id: str | None = None, dvc_lock: str | None = None,
