@@ -45,6 +45,10 @@ def git_commit(cwd: Path | None = None) -> str:
 def _mlflow():
     import mlflow
 
+    # The environment is authoritative: a process that called mlflow.set_tracking_uri earlier
+    # (a notebook, another library, a test) must not silently redirect the stage's runs.
+    if uri := os.environ.get("MLFLOW_TRACKING_URI"):
+        mlflow.set_tracking_uri(uri)
     mlflow.set_experiment(os.environ.get("MIMESIS_EXPERIMENT", EXPERIMENT))
     return mlflow
 

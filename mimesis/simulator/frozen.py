@@ -111,7 +111,8 @@ def load_frozen_from_registry(name: str = "mimesis-user-simulator", alias: str =
 
     from mimesis.models.base import cache_root
 
-    version = MlflowClient().get_model_version_by_alias(name, alias)
+    client = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"))
+    version = client.get_model_version_by_alias(name, alias)
     dst = Path(dst_dir or cache_root() / "registry" / f"{name}-v{version.version}")
     sim_dir = _find_sim_dir(dst)
     try:

@@ -1,0 +1,40 @@
+"""Reinforcement learning of agents against the user simulator.
+
+- :mod:`mimesis.rl.rollout` — :class:`RolloutEngine`: G episodes per scenario, agent ↔ user
+  simulator ↔ environment, batched across episodes with a refilling queue; the one token-budget
+  rule :func:`enforce_token_budget`.
+- :mod:`mimesis.rl.tokens` — message-level token assembly with the chat template (env mask,
+  log-probs, turn ids; :class:`TemplateDriftError` for templates that rewrite history).
+- :mod:`mimesis.rl.sampling` — :class:`TokenSampler`: batched sampling with log-probs and
+  KV-cache reuse across turns and shared prefixes (:mod:`mimesis.rl.prefix_cache`).
+- :mod:`mimesis.rl.records` — :class:`ScenarioSpec`, :class:`RolloutParams`, :class:`Episode`.
+- :mod:`mimesis.rl.trl_rollout` — :func:`make_rollout_func` for TRL's ``GRPOTrainer``.
+"""
+
+from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
+from mimesis.rl.rollout import RolloutEngine, RolloutStats, enforce_token_budget
+from mimesis.rl.sampling import Sample, SamplingParams, TokenSampler
+from mimesis.rl.tokens import TemplateDriftError, Transcript
+from mimesis.rl.trl_rollout import env_reward, make_rollout_func, scenario_dataset, to_trl
+
+RolloutRecord = Episode  # the issue's name for the per-episode record
+
+__all__ = [
+    "Episode",
+    "RolloutEngine",
+    "RolloutParams",
+    "RolloutRecord",
+    "RolloutStats",
+    "Sample",
+    "SamplingParams",
+    "ScenarioSpec",
+    "TemplateDriftError",
+    "TokenSampler",
+    "Transcript",
+    "TurnRecord",
+    "enforce_token_budget",
+    "env_reward",
+    "make_rollout_func",
+    "scenario_dataset",
+    "to_trl",
+]

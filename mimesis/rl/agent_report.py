@@ -1,0 +1,97 @@
+"""What an agent RL run writes and logs: reward curves per environment, the episodes, metadata."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from mimesis.io import write_json, write_jsonl
+
+# Token lists are large and only useful to the trainer; the record keeps the readable parts.
+_EPISODE_TOKENS = {"prompt_ids", "completion_ids", "env_mask", "logprobs", "turn_ids"}
+
+
+def clear_outputs(out_dir: Path, names: tuple[str, ...]) -> None:
+    """Remove a previous run's outputs ``names`` (never ``checkpoints/``: a re-run with the same
+    params may resume from them)."""
+    for name in names:
+        path = out_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def reward_figure(history: list[dict[str, float]], title: str):
+    """Mean episode reward per optimizer step, one line per environment plus the overall mean.
+
+    Args:
+        history: ``TurnCreditGRPOTrainer.history`` rows (``step``, ``reward``, ``reward/<env>``).
+        title: Figure title (the stage name).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    keys = sorted({k for row in history for k in row if k.startswith("reward")})
+    for key in keys:
+        points = [(row["step"], row[key]) for row in history if key in row]
+        style = {"lw": 2.0, "color": "black"} if key == "reward" else {"lw": 1.2}
+        ax.plot(*zip(*points, strict=True), "o-", label=key.replace("reward/", "") if
+                key != "reward" else "all envs", **style)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("mean episode reward")
+    ax.set_title(f"{title}: reward per environment")
+    ax.grid(alpha=0.3)
+    if keys:
+        ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def episode_rows(episodes: list[tuple[int, Any]]) -> list[dict[str, Any]]:
+    """One JSON row per episode: the step it trained and its record without token lists."""
+    return [{"step": step, **episode.model_dump(mode="json", exclude=_EPISODE_TOKENS)}
+            for step, episode in episodes]
+
+
+def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
+    """``meta.json``, ``train_log.json``, ``episodes.jsonl`` and the MLflow artifacts of a run.
+
+    Args:
+        out_dir: Stage output folder.
+        trainer: The finished trainer (``history``, ``episodes``, ``state.log_history``).
+        meta: The stage's metadata (written as ``meta.json`` and logged).
+        stage: Stage name (plot title).
+    """
+    import matplotlib.pyplot as plt
+    import mlflow
+
+    write_json(out_dir / "meta.json", meta)
+    write_json(out_dir / "train_log.json", {"log_history": trainer.state.log_history,
+                                            "rewards": trainer.history})
+    write_jsonl(out_dir / "episodes.jsonl", episode_rows(trainer.episodes))
+    if mlflow.active_run() is None:
+        return
+    fig = reward_figure(trainer.history, stage)
+    mlflow.log_figure(fig, "rewards.png")
+    plt.close(fig)
+    mlflow.log_artifact(str(out_dir / "episodes.jsonl"))
+    numbers = {k: v for k, v in meta.get("rewards", {}).items()}
+    numbers.update({k: meta[k] for k in ("train_seconds", "steps") if meta.get(k) is not None})
+    mlflow.log_metrics({f"summary/{k}": float(v) for k, v in numbers.items()})
+
+
+def print_summary(stage: str, out_dir: Path, meta: dict[str, Any]) -> None:
+    """Short plain-text summary on stdout."""
+    rewards = meta.get("rewards", {})
+    envs = sorted({k.split("/")[1] for k in rewards if k.count("/") == 2})
+    per_env = ", ".join(f"{e} {rewards[f'reward/{e}/first']:.2f} -> "
+                        f"{rewards[f'reward/{e}/last']:.2f}" for e in envs)
+    print(f"{stage}: {meta['steps']} steps, {meta['episodes']} episodes in "
+          f"{meta['train_seconds']:.0f} s; mean reward {rewards.get('reward/first', 0):.2f} -> "
+          f"{rewards.get('reward/last', 0):.2f} ({per_env}); model -> {out_dir / 'model'}")

@@ -1,0 +1,270 @@
+"""The parts of the agent RL recipe shared by ``train_agent`` and ``distill_agent``: their common
+params, the frozen user simulator and its guard, the scenario list, TRL's config, resumable
+training, and what a finished run writes and logs.
+
+The frozen simulator is loaded through :func:`~mimesis.simulator.frozen.load_frozen` (sha256 of
+every file checked first: a tampered folder raises ``FrozenSimulatorError`` before any model is
+built), its weights are fingerprinted, taken out of autograd, and checked by :class:`FrozenGuard`:
+not one of its parameters may be in the optimizer, and its fingerprint must be the same after
+training.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from mimesis.rl.grpo import HISTORY, make_episode_rollout_func
+from mimesis.rl.records import RolloutParams, ScenarioSpec
+from mimesis.simulator.frozen import FrozenSimulatorError, load_frozen
+
+
+@dataclass(frozen=True)
+class UserSamplingParams:
+    """How the frozen simulator samples its turns (reasoning + utterance)."""
+
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 48  # per user turn, <think> reasoning included
+    batch_size: int = 16  # rows per forward
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
+            raise ValueError("user: temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1")
+
+
+@dataclass(frozen=True)
+class AgentRLParams:
+    """Params shared by ``train_agent`` and ``distill_agent`` (one field per params.yaml key)."""
+
+    envs: list[str] = field(default_factory=lambda: ["FunctionGym", "TravelGym"])  # train envs
+    dtype: str = "float32"  # agent and simulator weights: float32 on CPU, bfloat16 on GPU
+    steps: int = 2  # optimizer steps (one rollout of scenarios_per_step x group_size each)
+    scenarios_per_step: int = 2  # scenarios per step, envs taken in turn
+    group_size: int = 4  # G: episodes per scenario (the group of the advantage)
+    max_turns: int = 3  # agent messages per episode (paper: 16)
+    max_new_tokens: int = 48  # per agent turn
+    max_completion_tokens: int = 384  # per episode: agent + injected tokens
+    temperature: float = 1.0  # agent sampling temperature (also scales the trained log-probs)
+    top_p: float = 1.0
+    gamma: float = 0.8  # per-turn discount of the episode reward (paper: 0.8)
+    clip_low: float = 0.2  # ratio clip below 1 (epsilon)
+    clip_high: float = 0.28  # ratio clip above 1 (DAPO clip-higher)
+    kl_beta: float = 0.0  # KL to the initial policy; 0 = none (default, no reference pass)
+    iterations: int = 1  # optimisation passes per rollout (mu); clipping binds only when > 1
+    learning_rate: float = 5.0e-5
+    micro_batch: int = 2  # episodes per forward/backward; accumulation covers the rollout
+    save_steps: int = 1  # checkpoint every N steps (resume granularity)
+    keep_checkpoints: bool = False
+    scenario_seed: int = 0  # seed of the first scenario (consecutive seeds after it)
+    user: UserSamplingParams = field(default_factory=UserSamplingParams)
+    seed: int = 13
+    profile: str = "default"
+
+    def __post_init__(self) -> None:
+        positive = ("steps", "scenarios_per_step", "group_size", "max_turns", "max_new_tokens",
+                    "max_completion_tokens", "iterations", "micro_batch", "save_steps")
+        bad = [n for n in positive if getattr(self, n) < 1]
+        if bad:
+            raise ValueError(f"must be >= 1: {bad}")
+        if self.group_size < 2:
+            raise ValueError("group_size must be >= 2 (a group of one has no baseline)")
+        if (self.scenarios_per_step * self.group_size) % self.micro_batch:
+            raise ValueError("scenarios_per_step * group_size must be a multiple of micro_batch")
+        if not 0 < self.gamma <= 1 or not 0 <= self.clip_low < 1 or self.clip_high < 0:
+            raise ValueError("need 0 < gamma <= 1, 0 <= clip_low < 1, clip_high >= 0")
+        if self.learning_rate <= 0 or self.kl_beta < 0 or not self.envs:
+            raise ValueError("need learning_rate > 0, kl_beta >= 0 and at least one env")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError("dtype must be float32, bfloat16 or float16")
+
+
+def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
+    """``steps × scenarios_per_step`` scenarios, envs in turn, seeds from ``scenario_seed`` on.
+
+    Raises:
+        ValueError: an env is unknown or held out (held-out envs are for evaluation only).
+    """
+    from mimesis.envs import list_envs
+
+    splits = {spec.name: spec.split for spec in list_envs()}
+    for env in p.envs:
+        if splits.get(env) != "train":
+            raise ValueError(f"{env!r} is not a training environment "
+                             f"(known: { {k: v for k, v in sorted(splits.items())} })")
+    n = p.steps * p.scenarios_per_step
+    return [ScenarioSpec(env=p.envs[i % len(p.envs)], seed=p.scenario_seed + i) for i in range(n)]
+
+
+def rollout_params(p: AgentRLParams) -> RolloutParams:
+    """Engine settings: every episode of a step in flight at once."""
+    return RolloutParams(group_size=p.group_size,
+                         max_concurrent=p.scenarios_per_step * p.group_size,
+                         max_turns=p.max_turns, max_new_tokens=p.max_new_tokens,
+                         max_completion_tokens=p.max_completion_tokens)
+
+
+def weights_fingerprint(model) -> str:
+    """sha256 over every parameter and buffer (name, dtype, shape, bytes), in name order."""
+    digest = hashlib.sha256()
+    tensors = dict(model.named_parameters())
+    tensors.update(dict(model.named_buffers()))
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+@dataclass
+class FrozenUser:
+    """The loaded frozen simulator: runtime, model, tokenizer, ``meta.json`` and fingerprint."""
+
+    simulator: Any
+    model: Any
+    tokenizer: Any
+    meta: dict
+    fingerprint: str
+    sim_dir: Path
+
+
+def load_user(freeze_dir: Path, p: AgentRLParams) -> FrozenUser:
+    """Verify and load ``<freeze_dir>/simulator`` and wrap it as the user of the rollouts.
+
+    Raises:
+        FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
+    """
+    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.simulator.runtime import UserSimulator
+
+    sim_dir = Path(freeze_dir) / "simulator"
+    model, tokenizer, meta = load_frozen(sim_dir, dtype=p.dtype)
+    if torch.cuda.is_available():  # the trainer moves the agent; the simulator is ours to place
+        model.to("cuda")
+    model.requires_grad_(False)
+    model.eval()
+    u = p.user
+    sampler = TokenSampler(model, tokenizer, SamplingParams(
+        temperature=u.temperature, top_p=u.top_p, max_new_tokens=u.max_new_tokens,
+        batch_size=u.batch_size), seed=p.seed)
+    simulator = UserSimulator(sampler.chat, max_turns=p.max_turns)
+    return FrozenUser(simulator, model, tokenizer, meta, weights_fingerprint(model), sim_dir)
+
+
+class FrozenGuard(TrainerCallback):
+    """Refuses training that could touch the frozen simulator.
+
+    ``on_train_begin``: no simulator parameter requires grad or sits in the optimizer.
+    ``on_train_end``: the simulator's weights fingerprint is unchanged.
+
+    Raises:
+        FrozenSimulatorError: either check fails.
+    """
+
+    def __init__(self, user: FrozenUser) -> None:
+        self.user = user
+
+    def check_optimizer(self, optimizer) -> None:
+        """Raise if a simulator parameter is trainable or in ``optimizer``."""
+        sim = {id(q) for q in self.user.model.parameters()}
+        if any(q.requires_grad for q in self.user.model.parameters()):
+            raise FrozenSimulatorError("a frozen simulator parameter requires grad")
+        held = [q for g in (optimizer.param_groups if optimizer else []) for q in g["params"]]
+        if any(id(q) in sim for q in held):
+            raise FrozenSimulatorError("the optimizer holds frozen simulator parameters")
+
+    def check_weights(self) -> None:
+        """Raise if the simulator's weights changed since loading."""
+        if weights_fingerprint(self.user.model) != self.user.fingerprint:
+            raise FrozenSimulatorError("the frozen simulator's weights changed during training")
+
+    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+        self.check_optimizer(optimizer)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.check_weights()
+
+
+def grpo_config(p: AgentRLParams, ckpt_dir: Path, max_completion_length: int):
+    """TRL ``GRPOConfig``: one rollout of ``scenarios × G`` episodes per optimizer step, split
+    into ``micro_batch`` forward/backward passes (CPU-safe: fp32, no gradient checkpointing)."""
+    from trl import GRPOConfig
+
+    episodes = p.scenarios_per_step * p.group_size
+    return GRPOConfig(
+        output_dir=str(ckpt_dir), max_steps=p.steps, learning_rate=p.learning_rate,
+        lr_scheduler_type="constant", weight_decay=0.0, per_device_train_batch_size=p.micro_batch,
+        gradient_accumulation_steps=episodes // p.micro_batch, num_generations=p.group_size,
+        num_iterations=p.iterations, temperature=p.temperature, top_p=p.top_p,
+        max_completion_length=max_completion_length, beta=p.kl_beta, epsilon=p.clip_low,
+        epsilon_high=p.clip_high, loss_type="dapo", scale_rewards="group",
+        mask_truncated_completions=False, disable_dropout=True, shuffle_dataset=False,
+        logging_steps=1, save_strategy="steps", save_steps=p.save_steps, save_total_limit=2,
+        report_to="none", bf16=p.dtype == "bfloat16", gradient_checkpointing=False,
+        use_cpu=not torch.cuda.is_available(), seed=p.seed, data_seed=p.seed,
+        dataloader_num_workers=0, log_completions=False, remove_unused_columns=False)
+
+
+def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenUser,
+                  ckpt_dir: Path, callbacks: list, peft_config=None, **kwargs: Any):
+    """A :class:`~mimesis.rl.grpo.TurnCreditGRPOTrainer` (or subclass) over the scenarios of ``p``
+    with ``user`` as the simulator; ``kwargs`` go to the trainer class."""
+    from mimesis.rl.trl_rollout import env_reward, scenario_dataset
+
+    rollout = rollout_params(p)
+    func = make_episode_rollout_func(user.simulator, rollout, progress=True)
+    model.train()
+    with warnings.catch_warnings():  # known: TRL marks rollout_func experimental
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+        return trainer_cls(model=model, reward_funcs=[env_reward],
+                           args=grpo_config(p, ckpt_dir, rollout.max_completion_tokens),
+                           train_dataset=scenario_dataset(scenario_specs(p)),
+                           processing_class=tokenizer, peft_config=peft_config,
+                           rollout_func=func, callbacks=[FrozenGuard(user), *callbacks],
+                           gamma=p.gamma, **kwargs)
+
+
+def train(trainer, resume: str | None) -> dict[str, Any]:
+    """Run (or resume) training; returns timing figures. A resumed run gets the reward history
+    saved in its checkpoint."""
+    if resume and (Path(resume) / HISTORY).exists():
+        trainer.history = json.loads((Path(resume) / HISTORY).read_text())
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=resume)
+    return {"train_seconds": round(time.perf_counter() - started, 1),
+            "train_loss": result.training_loss, "steps": trainer.state.global_step,
+            "resumed_from": Path(resume).name if resume else None}
+
+
+def reward_summary(history: list[dict[str, float]]) -> dict[str, float]:
+    """First- and last-step mean reward, overall and per environment."""
+    if not history:
+        return {}
+    out: dict[str, float] = {}
+    for key in sorted({k for row in history for k in row if k.startswith("reward")}):
+        values = [row[key] for row in history if key in row]
+        out[f"{key}/first"], out[f"{key}/last"] = values[0], values[-1]
+    return out
+
+
+def lora_config(lora):
+    """peft ``LoraConfig`` from :class:`~mimesis.stages.train_user.LoraParams`."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=list(lora.target_modules), task_type="CAUSAL_LM")
+
+
+def adapter_sha256(model_dir: Path) -> dict[str, str]:
+    """sha256 of the saved weight files of ``model_dir`` (adapter or full model)."""
+    from mimesis.io import sha256_file
+
+    return {p.name: sha256_file(p) for p in sorted(model_dir.glob("*.safetensors"))}

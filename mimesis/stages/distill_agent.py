@@ -1,0 +1,166 @@
+"""Stage ``distill_agent``: coached self-distillation (CSD) of the GRPO-trained agent.
+
+Reads ``<train_agent_dir>/model`` (LoRA adapter; its files' sha256 are checked against
+``meta.json``) and ``<freeze_user_dir>/simulator`` (hash-verified, and it must be the simulator
+train_agent trained against). Continues training the same adapter with
+``L = L_GRPO + α·L_CSD`` (:mod:`mimesis.rl.csd`): a coach — by default the frozen simulator,
+prompted; optionally any OpenAI-compatible endpoint — writes a note on what the user needs next
+for each coached turn; the note must pass the leakage filter (:func:`mimesis.rl.coach.find_leaks`).
+Ablations by params: ``csd.alpha: 0`` (GRPO only, diagnostics kept), ``csd.note: placebo``.
+
+Writes to ``<out_dir>``: ``model/`` (adapter + tokenizer), ``meta.json``, ``train_log.json``,
+``episodes.jsonl``, ``notes.jsonl`` (every note request with its status: kept, none, empty or
+leak with reasons); ``checkpoints/`` while training (resumable, as train_agent). MLflow:
+``reward/<env>``, ``csd/delta_real_{mean,std}``, ``csd/delta_placebo_{mean,std}``,
+``csd/delta_gap``, ``notes/<status>`` per step, ``rewards.png``, the coach prompts.
+
+Run: ``python -m mimesis.stages.distill_agent --freeze-user data/freeze_user
+--train-agent data/train_agent --out data/distill_agent``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mimesis.io import sha256_file, write_jsonl
+from mimesis.params import build, stage_params
+from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams  # noqa: F401 (build)
+from mimesis.rl.coach import CoachParams
+from mimesis.tracking import git_commit, stage_run
+
+STAGE = "distill_agent"
+_NO_RESUME = ("keep_checkpoints",)
+_OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl", "notes.jsonl")
+
+
+@dataclass(frozen=True)
+class CSDParams:
+    """The CSD term (params.yaml ``distill_agent.csd``)."""
+
+    alpha: float = 0.01  # weight of L_CSD; 0 = ablation (GRPO only, Δ still logged)
+    beta: float = 5.0  # gate sharpness: g = sigmoid(beta * Δ)
+    note: str = "real"  # real (coach note) | placebo (content-free note) in the loss
+    score_batch_size: int = 4  # teacher sequences per forward
+
+    def __post_init__(self) -> None:
+        if self.alpha < 0 or self.beta <= 0 or self.note not in ("real", "placebo"):
+            raise ValueError("csd: alpha >= 0, beta > 0, note real|placebo")
+
+
+@dataclass(frozen=True)
+class DistillAgentParams(AgentRLParams):
+    """Parameters of ``distill_agent`` (params.yaml section ``distill_agent``); the RL fields are
+    documented on :class:`~mimesis.rl.agent_training.AgentRLParams`."""
+
+    csd: CSDParams = field(default_factory=CSDParams)
+    coach: CoachParams = field(default_factory=CoachParams)
+
+
+def run(freeze_user_dir: Path, train_agent_dir: Path, out_dir: Path,
+        params: DistillAgentParams) -> Path:
+    """Continue the train_agent policy with GRPO + CSD; write it to ``out_dir``.
+
+    Raises:
+        mimesis.simulator.frozen.FrozenSimulatorError: tampered or touched simulator.
+        mimesis.train.merge.StaleTrainingError: train_agent's output, base model or simulator
+            differ from what its ``meta.json`` records.
+    """
+    from mimesis.rl import agent_report as report
+    from mimesis.rl import agent_training as rl
+    from mimesis.rl.coach import make_coach
+    from mimesis.rl.csd import CSDTrainer
+    from mimesis.simulator.prompts import load_prompt
+    from mimesis.train.reporting import MlflowMetricsCallback
+    from mimesis.train.sft import fingerprint, prepare_checkpoints
+
+    agent_meta = json.loads((train_agent_dir / "meta.json").read_text())
+    inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json"),
+              "train_agent/meta.json": sha256_file(train_agent_dir / "meta.json")}
+    report.clear_outputs(out_dir, _OUTPUTS)
+    with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
+        user = rl.load_user(freeze_user_dir, params)  # hash check first
+        model, tokenizer = _load_policy(train_agent_dir, agent_meta, user, params.dtype)
+        decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
+        resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(decisive, inputs, ""))
+        sim_name = f"{user.meta.get('base_model', '?')}:{user.fingerprint[:12]}"
+        coach = make_coach(params.coach, user.model, user.tokenizer, sim_name, params.seed)
+        trainer = rl.build_trainer(
+            CSDTrainer, model, tokenizer, params, user, out_dir / "checkpoints",
+            [MlflowMetricsCallback()], coach=coach, alpha=params.csd.alpha, beta=params.csd.beta,
+            note_kind=params.csd.note, placebo=load_prompt("coach_placebo"),
+            score_batch_size=params.csd.score_batch_size)
+        summary = rl.train(trainer, resume)
+        trainer.save_model(str(out_dir / "model"))
+        write_jsonl(out_dir / "notes.jsonl", trainer.notes)
+        meta = {
+            "stage": STAGE, "params": dataclasses.asdict(params), "git_commit": git_commit(),
+            "inputs": inputs, "mlflow_run_id": mlflow_run.info.run_id,
+            "train_agent_mlflow_run_id": agent_meta.get("mlflow_run_id"),
+            "base_model": agent_meta["base_model"], "base_model_dir": agent_meta["base_model_dir"],
+            "finetune": "lora", "weights": rl.adapter_sha256(out_dir / "model"),
+            "simulator": agent_meta["simulator"], "coach": coach.name,
+            "notes": {s: sum(n.status == s for n in trainer.notes)
+                      for s in ("kept", "none", "empty", "leak")},
+            "episodes": len(trainer.episodes), "rewards": rl.reward_summary(trainer.history),
+            **summary}
+        report.write_run(out_dir, trainer, meta, STAGE)
+        _log_coach(out_dir)
+    if not params.keep_checkpoints:
+        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+    report.print_summary(STAGE, out_dir, meta)
+    print(f"  notes: {meta['notes']} (coach {coach.name})")
+    return out_dir
+
+
+def _load_policy(train_agent_dir: Path, agent_meta: dict, user, dtype: str):
+    """The train_agent adapter on its base model, trainable; checks it is the recorded one."""
+    from peft import PeftModel
+
+    from mimesis.models.base import base_dir, load_base
+    from mimesis.rl.agent_training import adapter_sha256
+    from mimesis.train.merge import StaleTrainingError
+
+    model_dir = train_agent_dir / "model"
+    if adapter_sha256(model_dir) != agent_meta.get("weights"):
+        raise StaleTrainingError(f"{model_dir} does not match {train_agent_dir / 'meta.json'}")
+    if agent_meta["simulator"]["weights_fingerprint"] != user.fingerprint:
+        raise StaleTrainingError("train_agent was trained against another simulator: re-run it")
+    found = base_dir(agent_meta["base_model"]).name
+    if found != agent_meta["base_model_dir"]:
+        raise StaleTrainingError(f"base model {agent_meta['base_model']!r} resolves to {found}, "
+                                 f"train_agent used {agent_meta['base_model_dir']}")
+    base, tokenizer = load_base(agent_meta["base_model"], dtype=dtype)
+    return PeftModel.from_pretrained(base, str(model_dir), is_trainable=True), tokenizer
+
+
+def _log_coach(out_dir: Path) -> None:
+    import mlflow
+
+    from mimesis.simulator.prompts import load_prompt
+
+    for name in ("coach", "coach_request", "coach_placebo"):
+        mlflow.log_text(load_prompt(name), f"prompts/{name}.md")
+    mlflow.log_artifact(str(out_dir / "notes.jsonl"))
+
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--freeze-user", default="data/freeze_user",
+                        help="freeze_user stage output folder")
+    parser.add_argument("--train-agent", default="data/train_agent",
+                        help="train_agent stage output folder")
+    parser.add_argument("--out", default="data/distill_agent", help="output folder")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args(argv)
+    params = build(DistillAgentParams, stage_params(STAGE, Path(args.params)))
+    run(Path(args.freeze_user), Path(args.train_agent), Path(args.out), params)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""train_agent / distill_agent stages on a tiny model: a GRPO step moves the adapter and logs
+rewards to MLflow, resume, the frozen simulator's guards, distill_agent from the checkpoint."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from mimesis.params import build, stage_params
+from mimesis.simulator.frozen import FrozenSimulatorError
+from mimesis.stages.distill_agent import DistillAgentParams
+from mimesis.stages.train_agent import TrainAgentParams
+
+_spec = importlib.util.spec_from_file_location(
+    "train_agent_data", Path(__file__).with_name("test_train_agent_data.py"))
+data = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(data)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _train_params(**overrides) -> TrainAgentParams:
+    return data.small_params(TrainAgentParams, base_model="tiny-llama", steps=2,
+                             keep_checkpoints=True, **overrides)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """freeze_user folder (tiny) -> train_agent (2 GRPO steps on ParityGym), MLflow in tmp."""
+    from mimesis.stages.train_agent import run
+
+    root = tmp_path_factory.mktemp("agent")
+    mp = pytest.MonkeyPatch()
+    mp.chdir(root)
+    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    mp.setenv("MIMESIS_EXPERIMENT", "test-agent")
+    data.build_frozen_tiny(root / "freeze_user" / "simulator")
+    run(root / "freeze_user", root / "train_agent", _train_params())
+    yield root
+    mp.undo()
+
+
+def _runs(root: Path, name: str):
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    return mlflow.search_runs(experiment_names=["test-agent"],
+                              filter_string=f"attributes.run_name = '{name}'",
+                              output_format="list")
+
+
+@pytest.mark.slow
+def test_grpo_steps_move_the_adapter_and_log_rewards(trained):
+    from mimesis.models.base import load_base
+    from mimesis.rl.agent_training import adapter_sha256
+
+    out = trained / "train_agent"
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["steps"] == 2 and meta["episodes"] == 16 and meta["finetune"] == "lora"
+    assert meta["weights"] == adapter_sha256(out / "model")
+    # LoRA B starts at zero: any non-zero B is the optimizer's doing
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(load_base("tiny-llama")[0], str(out / "model"))
+    moved = [n for n, p in model.named_parameters() if "lora_B" in n and p.abs().sum() > 0]
+    assert moved
+    rewards = json.loads((out / "train_log.json").read_text())["rewards"]
+    assert [r["step"] for r in rewards] == [1, 2]
+    assert all("reward/ParityGym" in r for r in rewards)
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 16
+    # MLflow: reward per env per step, and the reward plot
+    from mlflow import MlflowClient
+
+    (run,) = _runs(trained, "train_agent")
+    history = MlflowClient().get_metric_history(run.info.run_id, "reward/ParityGym")
+    assert sorted(m.step for m in history) == [1, 2]
+    assert [r["reward/ParityGym"] for r in rewards] == [m.value for m in
+                                                       sorted(history, key=lambda m: m.step)]
+    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"rewards.png", "episodes.jsonl"} <= artifacts
+    # the simulator never moved
+    assert meta["simulator"]["weights_fingerprint"]
+
+
+@pytest.mark.slow
+def test_rerun_resumes_from_the_last_checkpoint(trained):
+    from mimesis.stages.train_agent import run
+
+    out = trained / "train_agent"
+    before = json.loads((out / "train_log.json").read_text())["rewards"]
+    run(trained / "freeze_user", out, _train_params())
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["resumed_from"] == "checkpoint-2" and meta["steps"] == 2
+    # the reward history came back with the checkpoint: no step was re-trained
+    assert json.loads((out / "train_log.json").read_text())["rewards"] == before
+
+
+@pytest.mark.slow
+def test_tampered_simulator_refuses_training(tmp_path, monkeypatch):
+    from mimesis.stages.train_agent import run
+
+    monkeypatch.chdir(tmp_path)
+    sim_dir = data.build_frozen_tiny(tmp_path / "freeze_user" / "simulator")
+    weights = sim_dir / "model.safetensors"
+    os.chmod(weights, 0o644)
+    blob = bytearray(weights.read_bytes())
+    blob[-1] ^= 0xFF
+    weights.write_bytes(bytes(blob))
+    with pytest.raises(FrozenSimulatorError, match="changed"):
+        run(tmp_path / "freeze_user", tmp_path / "out", _train_params())
+    assert not (tmp_path / "out" / "model").exists()
+
+
+def test_frozen_guard_refuses_simulator_in_optimizer_or_changed():
+    from mimesis.models.base import load_base
+    from mimesis.rl.agent_training import FrozenGuard
+
+    sim, tok = load_base("tiny-llama")
+    agent, _ = load_base("tiny-llama")
+    guard = FrozenGuard(data.scripted_user(sim, tok))
+    guard.check_optimizer(torch.optim.SGD(agent.parameters(), lr=0.1))  # agent only: fine
+    mixed = torch.optim.SGD([*agent.parameters(), next(sim.parameters())], lr=0.1)
+    with pytest.raises(FrozenSimulatorError, match="optimizer"):
+        guard.check_optimizer(mixed)
+    guard.check_weights()
+    with torch.no_grad():
+        next(sim.parameters()).add_(1e-3)
+    with pytest.raises(FrozenSimulatorError, match="changed"):
+        guard.check_weights()
+
+
+@pytest.mark.slow
+def test_distill_agent_continues_the_train_agent_adapter(trained, monkeypatch):
+    from mimesis.stages.distill_agent import run
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{trained / 'mlflow.db'}")
+    params = data.small_params(DistillAgentParams, steps=1, scenario_seed=100)
+    out = run(trained / "freeze_user", trained / "train_agent", trained / "distill", params)
+    meta = json.loads((out / "meta.json").read_text())
+    agent_meta = json.loads((trained / "train_agent" / "meta.json").read_text())
+    assert meta["train_agent_mlflow_run_id"] == agent_meta["mlflow_run_id"]
+    assert meta["weights"] != agent_meta["weights"]  # the adapter moved on
+    notes = [json.loads(x) for x in (out / "notes.jsonl").read_text().splitlines()]
+    assert sum(meta["notes"].values()) == len(notes)
+    (run_,) = _runs(trained, "distill_agent")
+    assert run_.data.params["csd.alpha"] == "0.01"
+
+
+@pytest.mark.slow
+def test_distill_refuses_a_changed_train_agent_adapter(trained, tmp_path):
+    import shutil
+
+    from mimesis.stages.distill_agent import run
+    from mimesis.train.merge import StaleTrainingError
+
+    copy = tmp_path / "train_agent"
+    shutil.copytree(trained / "train_agent", copy, ignore=shutil.ignore_patterns("checkpoints"))
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["weights"] = {k: "0" * 64 for k in meta["weights"]}
+    (copy / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(StaleTrainingError):
+        run(trained / "freeze_user", copy, tmp_path / "out", data.small_params(DistillAgentParams))
+
+
+@pytest.mark.parametrize("profile", ["default", "smoke", "gpu"])
+def test_params_yaml_sections_build(profile):
+    train = build(TrainAgentParams, stage_params("train_agent", REPO / "params.yaml", profile))
+    distill = build(DistillAgentParams,
+                    stage_params("distill_agent", REPO / "params.yaml", profile))
+    assert train.gamma == 0.8 and (train.clip_low, train.clip_high) == (0.2, 0.28)
+    assert train.kl_beta == 0.0 and train.lora.dropout == 0.0
+    assert (distill.csd.alpha, distill.csd.beta) == (0.01, 5.0)
+    assert distill.scenario_seed != train.scenario_seed  # distillation plays other tasks
+    if profile == "smoke":
+        assert train.base_model == "tiny-llama"
+    assert replace(train, steps=1).steps == 1
+
+
+def test_held_out_environments_are_refused_for_training():
+    from mimesis.rl.agent_training import scenario_specs
+
+    specs = scenario_specs(data.small_params(envs=["FunctionGym", "TravelGym"], steps=2))
+    assert [s.env for s in specs] == ["FunctionGym", "TravelGym"] * 2
+    assert len({s.seed for s in specs}) == 4
+    with pytest.raises(ValueError, match="not a training environment"):
+        scenario_specs(data.small_params(envs=["TelepathyGym"]))
