@@ -115,7 +115,8 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
 
     def generate_task(self, rng: np.random.Generator) -> T:
         """Draw one task (procedural envs only)."""
-        raise NotImplementedError(f"{self.name} has no procedural generator; pass tasks=")
+        raise TypeError(f"{self.name} ships a fixed task set and has no procedural generator; "
+                        "pass tasks=")
 
     def start_episode(self) -> None:
         """Reset per-episode state after ``self.task`` is set (optional)."""

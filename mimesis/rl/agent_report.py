@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 from mimesis.io import write_json, write_jsonl
+from mimesis.train.stage_helpers import clear_outputs  # noqa: F401  (used by the agent stages)
 
 # Token lists are large and only useful to the trainer; the record keeps the readable parts.
 _EPISODE_TOKENS = {"prompt_ids", "completion_ids", "env_mask", "logprobs", "turn_ids"}
-
-
-def clear_outputs(out_dir: Path, names: tuple[str, ...]) -> None:
-    """Remove a previous run's outputs ``names`` (never ``checkpoints/``: a re-run with the same
-    params may resume from them)."""
-    for name in names:
-        path = out_dir / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def reward_figure(history: list[dict[str, float]], title: str):

@@ -28,9 +28,10 @@ class SplitData:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def clear_outputs(out_dir: Path) -> None:
-    """Remove a previous run's outputs (not ``checkpoints/``: a re-run may resume from them)."""
-    for name in _OUTPUTS:
+def clear_outputs(out_dir: Path, names: tuple[str, ...] | None = None) -> None:
+    """Remove a previous run's outputs ``names`` (default: train_user's), never ``checkpoints/``:
+    a re-run with the same params may resume from them."""
+    for name in names or _OUTPUTS:
         path = out_dir / name
         if path.is_dir():
             shutil.rmtree(path)
