@@ -1,6 +1,8 @@
 """Throughput of the batched rollout engine vs one episode at a time, on the same model and scenarios.
 
-One process, one model load. The same scenario list (FunctionGym/TravelGym tasks, G episodes
+One process, one model load; by default the simulator is the agent's base model behind the
+trained simulator's system prompt (the format RL training uses; ``--prompted`` for the longer
+prompted-baseline prompt, ``--simulator DIR`` for a frozen simulator). The same scenario list (FunctionGym/TravelGym tasks, G episodes
 each) is played twice with the same code: batched (``--max-concurrent`` episodes in flight, one
 agent call and one simulator call per step serving every waiting episode, freed slots refilled
 from the queue) and sequential (``max_concurrent=1``: one episode at a time, batch 1). Both use
@@ -60,7 +62,10 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m", help="smollm2-135m | tiny-llama | HF folder")
     p.add_argument("--simulator", type=Path, default=None,
-                   help="frozen simulator folder (default: the agent's base model, prompted)")
+                   help="frozen simulator folder (default: the agent's base model)")
+    p.add_argument("--prompted", action="store_true",
+                   help="simulator system prompt of the prompted baseline (~2x longer) instead "
+                        "of the trained simulator's, which RL training uses")
     p.add_argument("--envs", default="FunctionGym,TravelGym")
     p.add_argument("--episodes", type=int, default=16)
     p.add_argument("--group-size", type=int, default=2)
@@ -81,12 +86,13 @@ def parse_args() -> argparse.Namespace:
 def build(args: argparse.Namespace):
     """(agent model, tokenizer, simulator model, tokenizer, simulator factory)."""
     model, tok = load_base(args.model)
+    factory = prompted_user_simulator if args.prompted else UserSimulator
     if args.simulator is None:
-        return model, tok, model, tok, prompted_user_simulator
+        return model, tok, model, tok, factory
     from mimesis.simulator.frozen import load_frozen
 
     sim_model, sim_tok, _ = load_frozen(args.simulator)
-    return model, tok, sim_model, sim_tok, UserSimulator
+    return model, tok, sim_model, sim_tok, factory
 
 
 def play(name: str, args, models, specs: list[ScenarioSpec], max_concurrent: int) -> Run:
@@ -130,7 +136,8 @@ def main() -> None:
     batched = play("batched", args, models, specs, args.max_concurrent)
     sequential = play("sequential", args, models, specs, 1)
     load_after = os.getloadavg()
-    print(f"\nmodel {args.model}, simulator {args.simulator or 'prompted base'}; "
+    sim = f"{args.simulator or 'base model'}{' (prompted baseline prompt)' if args.prompted else ''}"
+    print(f"\nmodel {args.model}, simulator {sim}; "
           f"{len(specs)} scenarios x G={args.group_size}, max {args.max_turns} turns, "
           f"{args.max_new_tokens} new tokens/turn, KV reuse {'off' if args.no_cache else 'on'}, "
           f"torch threads {torch.get_num_threads()}, load avg {load_before[0]:.1f} -> "

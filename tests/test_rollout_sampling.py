@@ -110,3 +110,33 @@ def test_prefixes_shared_inside_one_call_are_prefilled_once(tiny) -> None:
     for prompt, sample in zip(prompts, samples, strict=True):
         ref = reference_logprobs(model, prompt, sample.ids, 1.0)
         assert sample.logprobs == pytest.approx(ref, abs=1e-4)
+
+
+def test_gqa_attention_is_switched_on_for_the_call_only(tiny) -> None:
+    from mimesis.rl.attention import NAME, gqa_attention
+
+    model, tok = tiny
+    assert model.config._attn_implementation == "sdpa"
+    with gqa_attention(model):
+        assert model.config._attn_implementation == NAME
+        ids = torch.tensor([encode(tok, "grouped query attention, keys read in place")])
+        with torch.no_grad():
+            switched = model(ids).logits
+    assert model.config._attn_implementation == "sdpa"
+    with torch.no_grad():
+        assert torch.allclose(switched, model(ids).logits, atol=1e-5)
+
+
+def test_growing_cache_layer_equals_concatenation() -> None:
+    from mimesis.rl.kv import GrowingLayer, growing_cache
+
+    parts = [torch.randn(3, 2, n, 4) for n in (3, 1, 4)]
+    layer = GrowingLayer(capacity=2, past=(parts[0], -parts[0]))  # grows past its capacity
+    for part in parts[1:]:
+        keys, values = layer.update(part, -part)
+    assert torch.equal(keys, torch.cat(parts, dim=2)) and torch.equal(values, -keys)
+    assert layer.get_seq_length() == 8 and layer.capacity >= 8
+    layer.batch_select_indices(torch.tensor([2, 0]))
+    assert torch.equal(layer.keys, torch.cat(parts, dim=2)[[2, 0]])
+    with pytest.raises(ValueError):
+        growing_cache(2, 4, past=[(parts[0], parts[0])])

@@ -31,6 +31,8 @@ from typing import Protocol
 
 import torch
 
+from mimesis.rl.attention import gqa_attention
+from mimesis.rl.kv import growing_cache
 from mimesis.rl.prefix_cache import KV, PrefixCache
 from mimesis.rl.tokens import Messages, encode, render
 
@@ -112,6 +114,9 @@ class TokenSampler:
         self.params = params or SamplingParams()
         capacity = 0 if _has_sliding_window(model.config) else self.params.cache_entries
         self.cache = PrefixCache(capacity)
+        text_config = (model.config.get_text_config(decoder=True)
+                       if hasattr(model.config, "get_text_config") else model.config)
+        self._layers = text_config.num_hidden_layers
         self.generator = torch.Generator(device=model.device)
         if seed is not None:
             self.generator.manual_seed(seed)
@@ -149,21 +154,20 @@ class TokenSampler:
 
     @torch.inference_mode()
     def _generate(self, prompts: list[list[int]], limits: list[int]) -> list[Sample]:
-        for _ in range(SHARING_ROUNDS):
-            shared = self.cache.shared_prefixes(prompts, self.params.min_shared)
-            if not shared:
-                break
-            _, cache, mask = self._prefill(shared)
-            for row, prefix in enumerate(shared):
-                self._store(prefix, cache, mask, row)
-        logits, cache, mask = self._prefill(prompts)
-        return self._decode(logits, cache, mask, prompts, limits)
+        with gqa_attention(self.model):
+            for _ in range(SHARING_ROUNDS):
+                shared = self.cache.shared_prefixes(prompts, self.params.min_shared)
+                if not shared:
+                    break
+                _, cache, mask = self._prefill(shared, room=0)
+                for row, prefix in enumerate(shared):
+                    self._store(prefix, cache, mask, row)
+            logits, cache, mask = self._prefill(prompts, room=max(limits))
+            return self._decode(logits, cache, mask, prompts, limits)
 
-    def _prefill(self, prompts: list[list[int]]):
-        """Forward every prompt after its cached prefix; returns (last-position logits, cache,
-        attention mask of what the cache holds)."""
-        from transformers import DynamicCache
-
+    def _prefill(self, prompts: list[list[int]], room: int):
+        """Forward every prompt after its cached prefix into a cache with ``room`` free slots;
+        returns (last-position logits, cache, attention mask of what the cache holds)."""
         reused = self.cache.take(prompts)
         device, pad = self.model.device, self.tokenizer.pad_token_id
         past = max(n for n, _ in reused)
@@ -178,8 +182,8 @@ class TokenSampler:
             mask[i, past + width - len(x):] = 1
             input_ids[i, width - len(x):] = torch.tensor(x, device=device)
             positions[i, width - len(x):] = torch.arange(n, n + len(x), device=device)
-        cache = (DynamicCache(ddp_cache_data=self._batch_kv(reused, past)) if past
-                 else DynamicCache(config=self.model.config))
+        cache = growing_cache(self._layers, past + width + room,
+                              self._batch_kv(reused, past) if past else None)
         self.prefill_tokens += sum(len(x) for x in new)
         logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                             past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
