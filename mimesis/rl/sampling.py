@@ -15,7 +15,10 @@ once). Row layout of the first forward, with ``c_i`` reused and ``n_i`` new toke
 
 so the last column is every row's last prompt token. A row stops at EOS or at its own limit; its
 last sampled token is never forwarded, so its stored prefix is ``prompt + sampled[:-1]``; a
-finished row leaves the batch, so rows that stop early cost no further compute.
+finished row leaves the batch, so rows that stop early cost no further compute. Keys/values are
+written in place (:mod:`mimesis.rl.kv`) and, on CPU, grouped-query attention reads shared heads
+without copies (:mod:`mimesis.rl.attention`): batched decoding is then bound by memory traffic
+(weights + cache), not by copies.
 
 Log-probabilities are those of the temperature-scaled distribution over the full vocabulary
 (``log_softmax(logits / temperature)``), the quantity TRL's GRPO trainer recomputes for the
@@ -104,16 +107,18 @@ class TokenSampler:
         params: Sampling settings.
         seed: Seed of the sampler's own ``torch.Generator`` (``None``: nondeterministic).
 
-    KV reuse is switched off for models with sliding-window attention (their caches cannot be
-    re-assembled row by row here).
+    Raises:
+        ValueError: a model with sliding-window attention (its caches cannot be assembled row by
+            row here; SmolLM2, Llama and Qwen3 use full attention).
     """
 
     def __init__(self, model, tokenizer, params: SamplingParams | None = None,
                  seed: int | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.params = params or SamplingParams()
-        capacity = 0 if _has_sliding_window(model.config) else self.params.cache_entries
-        self.cache = PrefixCache(capacity)
+        if _has_sliding_window(model.config):
+            raise ValueError("TokenSampler does not support sliding-window attention models")
+        self.cache = PrefixCache(self.params.cache_entries)
         text_config = (model.config.get_text_config(decoder=True)
                        if hasattr(model.config, "get_text_config") else model.config)
         self._layers = text_config.num_hidden_layers
