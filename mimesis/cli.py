@@ -1,4 +1,4 @@
-"""Command line: ``mimesis run``, ``mimesis stage``, ``mimesis status``.
+"""Command line: ``mimesis run``, ``stage``, ``status``, ``envs list``, ``serve``, ``chat``.
 
 The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 """
@@ -91,6 +91,24 @@ def status(root: RootOpt = Path(".")) -> None:
     for name in STAGES:
         reason = stale_reason(root, name)
         console.print(f"{name:12s} {'[yellow]stale[/yellow]: ' + reason if reason else '[green]up to date[/green]'}")
+
+
+envs_app = typer.Typer(help="Agent environments (gymnasium API).", no_args_is_help=True)
+app.add_typer(envs_app, name="envs")
+
+
+@envs_app.command("list")
+def envs_list() -> None:
+    """Every registered environment with its split, scenario count and data source."""
+    from mimesis.envs import list_envs
+
+    table = Table(title="mimesis agent environments")
+    for col in ("env", "split", "scenarios", "source"):
+        table.add_column(col)
+    for spec in list_envs():
+        count = "procedural (one per seed)" if spec.n_scenarios is None else str(spec.n_scenarios)
+        table.add_row(spec.name, spec.split, count, spec.source)
+    console.print(table)
 
 
 def _parse_stages(spec: str | None) -> list[str]:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import yaml
 
-STAGES: tuple[str, ...] = ("curate", "label", "train_user", "freeze_user", "evaluate")
+STAGES: tuple[str, ...] = (
+    "curate", "label", "train_user", "freeze_user", "train_agent", "distill_agent", "evaluate",
+)
 
 
 class PipelineError(RuntimeError):

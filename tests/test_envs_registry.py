@@ -155,3 +155,20 @@ def test_empty_action_is_not_sent() -> None:
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"mimesis.envs.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_cli_envs_list_shows_every_registered_env_with_split_and_count() -> None:
+    from typer.testing import CliRunner
+
+    from mimesis.cli import app
+    from mimesis.envs import list_envs
+
+    result = CliRunner().invoke(app, ["envs", "list"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines()
+            if line.count("│") >= 4}
+    for spec in list_envs():
+        assert spec.name in rows
+        assert spec.split in rows[spec.name]
+        count = "procedural" if spec.n_scenarios is None else str(spec.n_scenarios)
+        assert count in rows[spec.name]
