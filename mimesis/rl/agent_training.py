@@ -46,6 +46,7 @@ class AgentRLParams:
     """Params shared by ``train_agent`` and ``distill_agent`` (one field per params.yaml key)."""
 
     envs: list[str] = field(default_factory=lambda: ["FunctionGym", "TravelGym"])  # train envs
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # env -> constructor args
     dtype: str = "float32"  # agent and simulator weights: float32 on CPU, bfloat16 on GPU
     steps: int = 2  # optimizer steps (one rollout of scenarios_per_step x group_size each)
     scenarios_per_step: int = 2  # scenarios per step, envs taken in turn
@@ -90,18 +91,38 @@ class AgentRLParams:
 def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
     """``steps × scenarios_per_step`` scenarios, envs in turn, seeds from ``scenario_seed`` on.
 
+    Procedural envs get the seed alone; envs with a fixed task list also get
+    ``options={"index": k}``, ``k`` drawn with that seed from the training part of the list
+    (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
+    ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
+
     Raises:
         ValueError: an env is unknown or held out (held-out envs are for evaluation only).
     """
-    from mimesis.envs import list_envs
+    import numpy as np
 
-    splits = {spec.name: spec.split for spec in list_envs()}
+    from mimesis.envs import make
+    from mimesis.envs.registry import env_split, task_indices
+
     for env in p.envs:
-        if splits.get(env) != "train":
-            raise ValueError(f"{env!r} is not a training environment "
-                             f"(known: { {k: v for k, v in sorted(splits.items())} })")
-    n = p.steps * p.scenarios_per_step
-    return [ScenarioSpec(env=p.envs[i % len(p.envs)], seed=p.scenario_seed + i) for i in range(n)]
+        if env_split(env) != "train":
+            raise ValueError(f"{env!r} is not a training environment (its split is "
+                             f"{env_split(env)!r}; held-out envs are for evaluation only)")
+    unknown = sorted(set(p.env_kwargs) - set(p.envs))
+    if unknown:
+        raise ValueError(f"env_kwargs for envs not trained on: {unknown}")
+    tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
+    counts = {env: None if t is None else len(t) for env, t in tasks.items()}
+    specs = []
+    for i in range(p.steps * p.scenarios_per_step):
+        env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
+        options = {}
+        if counts[env] is not None:
+            allowed = task_indices(counts[env], "train")
+            options = {"index": allowed[int(np.random.default_rng(seed).integers(len(allowed)))]}
+        specs.append(ScenarioSpec(env=env, seed=seed, options=options,
+                                  env_kwargs=p.env_kwargs.get(env, {})))
+    return specs
 
 
 def rollout_params(p: AgentRLParams) -> RolloutParams:

