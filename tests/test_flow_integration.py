@@ -64,6 +64,10 @@ def _last_pipeline_ran(project: Path) -> dict[str, int]:
     return {s: int(row[f"metrics.ran_{s}"]) for s in STAGES}
 
 
+def params_yaml(project):
+    return yaml.safe_load((project / "params.yaml").read_text())
+
+
 @pytest.mark.slow
 def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
     project = tmp_path / "project"
@@ -75,6 +79,18 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
     metrics = yaml.safe_load((project / "data/evaluate/metrics.json").read_text())
     assert {"trained", "baseline", "real"} <= set(metrics)
     assert (project / "data/freeze_user/simulator/meta.json").exists()
+    # Agent half: three agents under the training simulator and three unseen users, per env.
+    by_agent = metrics["agents"]["by_agent"]
+    assert set(by_agent) == {"base", "grpo", "csd"}
+    smoke_envs = params_yaml(project)["profiles"]["smoke"]["evaluate"]["agents"]["envs"]
+    for users in by_agent.values():
+        assert set(users) == {"frozen", "replay", "agenda", "prompted-tiny"}
+        for envs in users.values():
+            assert set(envs) == {*smoke_envs, "ALL"}
+            assert all(0 <= e["success_rate"] <= 1 and e["n"] >= 1 for e in envs.values())
+    episodes = (project / "data/evaluate/agent_episodes.jsonl").read_text().splitlines()
+    assert len(episodes) == 3 * 4 * len(smoke_envs)
+    assert (project / "data/evaluate/plots/agents.png").stat().st_size > 1000
 
     import mlflow
 

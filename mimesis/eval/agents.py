@@ -32,7 +32,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,7 @@ class AgentEvalParams:
         n_bootstrap: Bootstrap resamples of the CI.
         ci: Confidence level of the CI.
         system_prompt: Optional system message opening the agent's chat.
+        env_kwargs: Env name → constructor arguments (e.g. a shorter TauGym policy).
     """
 
     envs: tuple[str, ...] = ("FunctionGym", "TravelGym", "TelepathyGym")
@@ -89,6 +90,7 @@ class AgentEvalParams:
     n_bootstrap: int = 1000
     ci: float = 0.95
     system_prompt: str | None = None
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "envs", tuple(self.envs))
@@ -349,7 +351,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
         raise ValueError("need at least one agent and one simulator")
     from mimesis.rl.rollout import RolloutEngine
 
-    specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset)
+    specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
     jobs = [(spec, g) for g, spec in enumerate(specs) for _ in range(p.episodes_per_scenario)]
     sampler_of = make_sampler or _default_sampler
     rows: list[dict] = []

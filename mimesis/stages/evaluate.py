@@ -9,12 +9,19 @@ the final agent reply when the real user ended there). Rows: trained simulator, 
 real vs real (the ceiling). Metrics: style distances, behaviour-frequency JS, C2ST Turing distance,
 first-turn diversity, intent decomposition, termination F1, role adherence; all also per behaviour.
 
-Writes to ``<out>``: ``metrics.json`` (``dvc metrics``), ``table.md``, ``plots/lengths.png``,
-``plots/behaviors.png``, ``generations.jsonl`` (every generated turn, reasoning in its own field).
+Agent half (:mod:`mimesis.eval.agent_run`, params ``evaluate.agents``): the base, GRPO
+(``train_agent``) and CSD (``distill_agent``) agents play held-out scenarios of every listed env
+under the frozen training simulator and under unseen users (registry of
+:mod:`mimesis.eval.unseen_users`; the training simulator is refused there).
+
+Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``),
+``table.md``, ``agents.md``, ``agents.json``, ``plots/{lengths,behaviors,agents}.png``,
+``generations.jsonl`` (every generated turn, reasoning in its own field), ``agent_episodes.jsonl``.
 Everything is also logged to the MLflow run ``evaluate``.
 
 Run: ``python -m mimesis.stages.evaluate --freeze-user data/freeze_user --label data/label
---out data/evaluate`` (or ``dvc repro evaluate``).
+--train-agent data/train_agent --distill-agent data/distill_agent --out data/evaluate`` (or
+``dvc repro evaluate``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.embeddings import MiniLMEmbedder, c2st_featurizer
 from mimesis.eval.generate import (
     VIEWS,
@@ -66,6 +74,7 @@ class EvaluateParams:
     c2st_folds: int = field(default=5, metadata={"help": "grouped CV folds of the C2ST"})
     c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
     embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
+    agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
     seed: int = 0
     profile: str = "default"
 
@@ -81,13 +90,16 @@ class EvaluateParams:
             raise ValueError("dtype must be float32, bfloat16 or float16")
 
 
-def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateParams) -> Path:
-    """Evaluate the frozen simulator and the prompted baseline against real users (see module
-    docstring); returns ``out_dir``.
+def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateParams,
+        train_agent_dir: Path | None = None, distill_agent_dir: Path | None = None) -> Path:
+    """Evaluate the frozen simulator and the prompted baseline against real users, then (when
+    ``params.agents.enabled``) the base, GRPO and CSD agents under the frozen and the unseen
+    users (see module docstring); returns ``out_dir``.
 
     Raises:
-        FileNotFoundError: ``test.jsonl`` or the frozen simulator is missing.
+        FileNotFoundError: ``test.jsonl``, the frozen simulator or an agent folder is missing.
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
+        ValueError: an unseen user is the training simulator; agent folders not given.
     """
     import mlflow
 
@@ -106,6 +118,19 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateP
         featurize = c2st_featurizer(MiniLMEmbedder(batch_size=params.embed_batch_size))
         metrics = evaluate_rows(simulated, real, featurize, is_assistant_like, cfg)
         metrics["counts"] = counts(convs, items, skipped, time.time() - started)
+        if params.agents.enabled:
+            if train_agent_dir is None or distill_agent_dir is None:
+                raise ValueError("agents.enabled needs --train-agent and --distill-agent")
+            from mimesis.eval.agent_run import run_agent_evaluation
+
+            metrics["agents"] = run_agent_evaluation(
+                freeze_user_dir, train_agent_dir, distill_agent_dir, label_dir / "test.jsonl",
+                out_dir, params.agents)
+        else:  # dvc.yaml declares the agent files: say why they are empty
+            (out_dir / "agents.md").write_text("Agent evaluation disabled (evaluate.agents.enabled"
+                                               ": false).\n")
+            (out_dir / "agents.json").write_text("[]\n")
+            write_jsonl(out_dir / "agent_episodes.jsonl", [])
         mlflow.log_dict(skipped, "skipped_conversations.json")  # id -> reason (malformed turns)
         write_jsonl(out_dir / "generations.jsonl",
                     [row for n, o in outputs.items()
@@ -180,8 +205,10 @@ def write_outputs(out_dir: Path, metrics: dict, simulated: dict, real: list,
     mlflow.set_tags({f"mimesis.model.{n}": m for n, m in model_ids.items()})
     for name in ("user_simulator", "prompted_user"):
         mlflow.log_text(load_prompt(name), f"prompts/{name}.md")
-    for path in ("metrics.json", "table.md", "generations.jsonl"):
-        mlflow.log_artifact(str(out_dir / path))
+    for path in ("metrics.json", "table.md", "generations.jsonl", "agents.md", "agents.json",
+                 "agent_episodes.jsonl"):
+        if (out_dir / path).exists():  # the agent files only when the agent half ran
+            mlflow.log_artifact(str(out_dir / path))
     mlflow.log_artifacts(str(out_dir / "plots"), "plots")
 
 
@@ -195,18 +222,23 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
               f"termination_f1={m.get('termination_f1', float('nan')):.2f} "
               f"role_adherence={m.get('role_adherence', float('nan')):.2f} "
               f"n={m.get('n_turns', 0):.0f}")
-    print(f"  -> {out_dir}/metrics.json, table.md, plots/, generations.jsonl")
+    for agent, users in metrics.get("agents", {}).get("by_agent", {}).items():
+        print(f"  agent {agent:5s} mean reward (all envs): " + "  ".join(
+            f"{user}={envs['ALL']['mean_reward']:.3f}" for user, envs in users.items()))
+    print(f"  -> {out_dir}/metrics.json, table.md, agents.md, plots/, generations.jsonl")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
     parser.add_argument("--label", type=Path, default=Path("data/label"))
+    parser.add_argument("--train-agent", type=Path, default=Path("data/train_agent"))
+    parser.add_argument("--distill-agent", type=Path, default=Path("data/distill_agent"))
     parser.add_argument("--out", type=Path, default=Path("data/evaluate"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
     params = build(EvaluateParams, stage_params("evaluate", args.params))
-    run(args.freeze_user, args.label, args.out, params)
+    run(args.freeze_user, args.label, args.out, params, args.train_agent, args.distill_agent)
 
 
 if __name__ == "__main__":
