@@ -127,6 +127,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateP
                 freeze_user_dir, train_agent_dir, distill_agent_dir, label_dir / "test.jsonl",
                 out_dir, params.agents)
         else:  # dvc.yaml declares the agent files: say why they are empty
+            out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "agents.md").write_text("Agent evaluation disabled (evaluate.agents.enabled"
                                                ": false).\n")
             (out_dir / "agents.json").write_text("[]\n")
