@@ -152,7 +152,7 @@ def test_empty_action_is_not_sent() -> None:
 @pytest.mark.parametrize(
     "module",
     ["actions", "registry", "function_rules", "function_gym", "travel_gym", "telepathy_gym",
-     "turtle_gym",
+     "turtle_gym", "turtle_judge",
      "persuade_gym", "intention_gym"],
 )
 def test_doctests(module: str) -> None:

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import registry, tau_adapter
-from mimesis.envs.tau_adapter import gold_action_error, make_environment
+from mimesis.envs.tau_adapter import make_environment
 from mimesis.envs.tau_gym import (
     TauGym,
     TauTask,
-    is_trivial,
     load_userrl_tasks,
     parse_tool_call,
     tau2_tasks,
     tau_reward,
 )
+from mimesis.envs.tau_tasks import gold_action_error, is_trivial
 
 TASKS = {t.id: t for t in tau2_tasks()}
 # retail-2: return three items and tell the user there are 10 t-shirt options (communicate_info).

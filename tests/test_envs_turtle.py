@@ -13,21 +13,19 @@ from pathlib import Path
 import pytest
 
 import mimesis.envs.turtle_gym as turtle_module
+import mimesis.envs.turtle_judge as turtle_judge_module
 from mimesis.envs import list_envs
-from mimesis.envs.turtle_gym import (
+from mimesis.envs.turtle_gym import TurtleGym, derive_key_facts, load_userrl_tasks, turtle_reward
+from mimesis.envs.turtle_judge import (
     KeyFact,
     OpenAIJudge,
-    TurtleGym,
     TurtleJudge,
     TurtleJudgeError,
     TurtleStory,
-    derive_key_facts,
     fact_covered,
     key_fact_judge,
     key_fact_score,
-    load_userrl_tasks,
     parse_judge_score,
-    turtle_reward,
 )
 
 KEY_ENV = "MIMESIS_TEST_TURTLE_JUDGE_KEY"
@@ -312,4 +310,6 @@ def test_registry_and_doctests() -> None:
     spec = next(s for s in list_envs() if s.name == "TurtleGym")
     assert (spec.split, spec.n_scenarios) == ("train", len(TurtleGym.default_tasks()))
     result = doctest.testmod(turtle_module)
+    assert result.attempted > 0 and result.failed == 0
+    result = doctest.testmod(turtle_judge_module)
     assert result.attempted > 0 and result.failed == 0

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
+from mimesis.eval import agent_tables
 from mimesis.eval import agents as ag
+from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
 from mimesis.eval.agents import (
     HELDOUT_SEED_OFFSET,
     AgentEvalParams,
-    agent_plot,
-    agent_table_markdown,
     check_disjoint,
     episode_rows,
     evaluate_agents,
     heldout_specs,
     load_agent,
 )
-from mimesis.eval.unseen_users import AgendaUser, ReplayUser, goal_prompt
+from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt
 from mimesis.rl import Sample, ScenarioSpec
 from mimesis.rl.agent_training import scenario_specs
 from mimesis.rl.records import Episode
@@ -246,3 +246,4 @@ def test_load_agent_merges_a_verified_adapter(tmp_path, tiny):
 
 def test_doctests():
     assert doctest.testmod(ag).failed == 0
+    assert doctest.testmod(agent_tables).failed == 0

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
+from mimesis.eval import offline_users
 from mimesis.eval import unseen_users as uu
+from mimesis.eval.offline_users import ReplayUser, read_corpus
 from mimesis.eval.unseen_users import (
     OPENING_CUE,
     HFUser,
-    ReplayUser,
     UnseenUserError,
     build_unseen,
     check_not_training,
@@ -130,7 +131,7 @@ def test_replay_never_repeats_itself_and_ends_where_real_users_ended(training_di
 
 
 def test_replay_is_deterministic(corpus):
-    user = ReplayUser(uu.read_corpus(corpus))
+    user = ReplayUser(read_corpus(corpus))
     views = [[{"role": "system", "content": "g"}, {"role": "user", "content": q}]
              for q in ("which python version?", "any yogurt?", "zzz unknown words")]
     assert user(views) == user(views)
@@ -347,3 +348,4 @@ def test_accepts_other_models(training_dir, monkeypatch):
 
 def test_doctests():
     assert doctest.testmod(uu).failed == 0
+    assert doctest.testmod(offline_users).failed == 0

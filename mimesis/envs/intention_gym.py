@@ -33,7 +33,7 @@ from typing import Any
 
 from mimesis.envs.base import StepResult, UserEnv, action_format
 from mimesis.envs.registry import register
-from mimesis.envs.turtle_gym import content_words, stem
+from mimesis.envs.turtle_judge import content_words, stem
 from mimesis.schemas import Reject
 
 IMPORTANCE_WEIGHTS: dict[int, float] = {3: 1.0, 2: 0.7, 1: 0.4}

@@ -9,10 +9,11 @@ the task's database) and ends with ``[answer] <closing message>`` or ``[finish]`
 simulator plays the task's customer (reason for call, known info, instructions).
 
 Tasks: tau2's airline + retail tasks from the installed package, less the 24 that only
-LLM-judged assertions check (:func:`~mimesis.envs.tau_adapter.is_trivial`: stopping at once
+LLM-judged assertions check (:func:`~mimesis.envs.tau_tasks.is_trivial`: stopping at once
 would score 1.0 on them offline), so 140 (:func:`tau2_tasks` selects a
 domain or tau2's train/test split), or UserRL's ``tau_{train,test}.json``
-(:func:`load_userrl_tasks`). Domain plumbing lives in :mod:`mimesis.envs.tau_adapter`.
+(:func:`load_userrl_tasks`). Domain plumbing lives in :mod:`mimesis.envs.tau_adapter`, task
+loading in :mod:`mimesis.envs.tau_tasks`.
 
 Reward (tau2's, via its evaluators; :func:`~mimesis.envs.tau_adapter.tau_reward`): 1.0 when the
 database after the episode equals the database after the gold actions *and* every required
@@ -37,16 +38,14 @@ from mimesis.envs.tau_adapter import (
     call_tool,
     clip,
     domain_policy,
-    is_trivial,
-    load_userrl_tasks,
     parse_tool_call,
     render_tools,
     start_environment,
-    tau2_tasks,
     tau_reward,
     tau_reward_breakdown,
     user_text,
 )
+from mimesis.envs.tau_tasks import is_trivial, load_userrl_tasks, tau2_tasks
 
 __all__ = [
     "DOMAINS",

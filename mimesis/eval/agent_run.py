@@ -84,14 +84,8 @@ def run_agent_evaluation(freeze_user_dir: Path, train_agent_dir: Path, distill_a
     """
     import time
 
-    from mimesis.eval.agents import (
-        agent_plot,
-        agent_table_markdown,
-        check_disjoint,
-        evaluate_agents,
-        heldout_specs,
-        load_agent,
-    )
+    from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
+    from mimesis.eval.agents import check_disjoint, evaluate_agents, heldout_specs, load_agent
     from mimesis.eval.unseen_users import build_unseen, release
     from mimesis.io import write_jsonl
     from mimesis.rl.agent_training import AgentRLParams, load_user
