@@ -146,6 +146,22 @@ def test_coach_sees_only_the_past_of_the_coached_turn():
     assert [r.turn for r in reqs] == [1, 2] and "LATER THOUGHT" in reqs[1].private
 
 
+def test_coach_reads_the_goal_only_when_asked():
+    messages = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "a0"},
+                {"role": "user", "content": "r0"}, {"role": "assistant", "content": "a1"}]
+    ep = SimpleNamespace(messages=messages, scenario_id="E:1",
+                         scenario=SimpleNamespace(goal="You want a flat in Gangnam."),
+                         turns=[_turn("user", ""), _turn("env", None)])
+    assert note_requests([ep], CoachParams()) == []  # paper: no reasoning, no note
+    reqs = note_requests([ep], CoachParams(private="reasoning_and_goal"))
+    assert [(r.episode, r.turn) for r in reqs] == [(0, 1)]
+    prompt = reqs[0].messages[1]["content"]
+    assert "(what the user set out to do) You want a flat in Gangnam." in prompt
+    assert reqs[0].private == ["You want a flat in Gangnam."]  # the leak filter compares it
+    with pytest.raises(ValueError, match="coach.private"):
+        CoachParams(private="everything")
+
+
 @pytest.mark.parametrize(("raw", "note", "status"), [
     ("<think>the user wants 250</think>Ask about the budget.", "Ask about the budget.", "kept"),
     ("One. Two. Three. Four.", "One. Two. Three.", "kept"),

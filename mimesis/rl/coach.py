@@ -9,6 +9,13 @@ coach is by default the frozen simulator itself, prompted (``mimesis/prompts/coa
 Every note request ends as one :class:`NoteRecord` with a status: ``kept`` (used by CSD),
 ``none`` (the coach wrote ``NONE``), ``empty`` (nothing left after stripping the coach's own
 ``<think>`` reasoning) or ``leak`` (:func:`find_leaks` found private-only content; reasons kept).
+
+What the coach reads of the private channel is ``CoachParams.private``: ``reasoning`` (the paper,
+Stage II: the simulator's private reasoning; a turn without any gets no note) or
+``reasoning_and_goal`` (the scenario goal the simulator was given, then its reasoning). The goal
+is as private as the reasoning (the leakage filter always counts it as private); reading it keeps
+CSD coached when the simulator seldom writes reasoning — the CPU default's 135M simulator left it
+empty on 47 of 49 user turns of one ``make run``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from mimesis.simulator.prompts import load_prompt
 Messages = list[dict[str, str]]
 GenerateFn = Callable[[list[Messages]], list[str]]
 NoteStatus = Literal["kept", "none", "empty", "leak"]
+PrivateView = Literal["reasoning", "reasoning_and_goal"]
 MAX_SENTENCES = 3
 _LABELS = {"assistant": "AGENT", "user": "USER", "tool": "TOOL", "system": "SYSTEM"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -53,6 +61,7 @@ class CoachParams:
     max_history_chars: int = 1500  # tail of the public history shown to the coach
     max_message_chars: int = 400  # clip of each message inside that history
     leak_ngram: int = 4  # word n-gram length of the quote check
+    private: PrivateView = "reasoning"  # reasoning (paper) | reasoning_and_goal (see module doc)
 
     def __post_init__(self) -> None:
         if self.backend not in ("simulator", "openai"):
@@ -61,6 +70,8 @@ class CoachParams:
             raise ValueError("coach.model is required with backend openai")
         if min(self.max_new_tokens, self.max_notes_per_episode, self.leak_ngram) < 1:
             raise ValueError("coach: max_new_tokens, max_notes_per_episode, leak_ngram >= 1")
+        if self.private not in ("reasoning", "reasoning_and_goal"):
+            raise ValueError("coach.private must be reasoning or reasoning_and_goal")
 
 
 class NoteRequest(BaseModel):
@@ -104,7 +115,9 @@ def render_history(messages: Sequence[dict[str, str]], max_chars: int, max_messa
 
 def note_requests(episodes: Sequence[Any], p: CoachParams) -> list[NoteRequest]:
     """Requests for the first ``max_notes_per_episode`` turns ``k ≥ 1`` of each episode that
-    follow a user reply with private reasoning; the coach sees nothing after turn ``k − 1``.
+    follow a user reply and have private context (reasoning so far, or with
+    ``p.private == "reasoning_and_goal"`` the scenario goal); the coach sees nothing after turn
+    ``k − 1``.
 
     Args:
         episodes: :class:`~mimesis.rl.records.Episode` records, indexed by position.
@@ -118,12 +131,16 @@ def note_requests(episodes: Sequence[Any], p: CoachParams) -> list[NoteRequest]:
             if ep.turns[k - 1].obs_source != "user":
                 continue
             private = [t.user_reasoning for t in ep.turns[:k] if t.user_reasoning]
-            if not private:
+            shown = [f"- {r}" for r in private]
+            if p.private == "reasoning_and_goal" and ep.scenario.goal.strip():
+                goal = " ".join(ep.scenario.goal.split())[:p.max_history_chars // 2]
+                shown.insert(0, f"- (what the user set out to do) {goal}")
+            if not shown:
                 continue
             public = ep.messages[:assistant[k]]
             content = template.format(
                 history=render_history(public, p.max_history_chars, p.max_message_chars),
-                private="\n".join(f"- {r}" for r in private))
+                private="\n".join(shown))
             requests.append(NoteRequest(
                 episode=e_idx, turn=k, scenario_id=ep.scenario_id,
                 messages=[{"role": "system", "content": system},
