@@ -1,7 +1,12 @@
-"""Shared test settings: MLflow never writes into the checkout; offline env from the package."""
+"""Shared test settings: MLflow never writes into the checkout; offline env from the package;
+a loopback OpenAI-compatible server for the endpoint backends (annotator, judge, unseen users)."""
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,3 +31,65 @@ def shared_dir() -> Path:
     if not SHARED_DIR.is_dir():
         pytest.skip("../shared is absent")
     return SHARED_DIR
+
+
+class ChatCompletionsStub:
+    """Loopback ``/v1/chat/completions`` server state: records requests and headers, answers
+    ``reply`` (a string, or a function of the request body), reports ``served_model`` (default:
+    the requested model), fails with ``status`` (or 500 for the first ``fail_first`` requests)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.status = 200
+        self.fail_first = 0
+        self.reply: str | Callable[[dict], str] = "ok"
+        self.served_model: str | None = None
+
+    def answer(self, body: dict) -> tuple[int, dict]:
+        self.requests.append(body)
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            return 500, {"error": {"message": "try later"}}
+        if self.status != 200:
+            return self.status, {"error": {"message": f"status {self.status}",
+                                           "type": "invalid_request_error"}}
+        content = self.reply(body) if callable(self.reply) else self.reply
+        return 200, {
+            "id": "cmpl-1", "object": "chat.completion", "created": 0,
+            "model": self.served_model or body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.headers.append({k.lower(): v for k, v in self.headers.items()})
+                status, payload = stub.answer(body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def openai_stub() -> Iterator[tuple[ChatCompletionsStub, str]]:
+    """A running :class:`ChatCompletionsStub` and its base URL (``http://127.0.0.1:<port>/v1``)."""
+    stub = ChatCompletionsStub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), stub.handler())
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield stub, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from mimesis.behaviors.annotator import (
@@ -22,61 +17,12 @@ from mimesis.behaviors.fallbacks import FALLBACK
 KEY_ENV = "MIMESIS_TEST_ANNOTATOR_KEY"
 
 
-class Stub:
-    """Chat-completions server: answers with ``reply(body)`` or fails with ``status``."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.status = 200
-        self.fail_first = 0  # answer this many requests with 500 before behaving
-        self.reply = lambda body: "I want the report in plain words."
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                stub.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if stub.fail_first > 0:
-                    stub.fail_first -= 1
-                    return self._send(500, {"error": {"message": "try later"}})
-                if stub.status != 200:
-                    return self._send(stub.status, {"error": {"message": f"status {stub.status}",
-                                                              "type": "invalid_request_error"}})
-                return self._send(200, {
-                    "id": "cmpl-1", "object": "chat.completion", "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                        "role": "assistant", "content": stub.reply(body)}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
-        return Handler
-
-
 @pytest.fixture
-def stub(monkeypatch) -> Iterator[tuple[Stub, str]]:
-    server_stub = Stub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), server_stub.handler())
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+def stub(openai_stub, monkeypatch):
+    server, url = openai_stub
+    server.reply = lambda body: "I want the report in plain words."
     monkeypatch.setenv(KEY_ENV, "sk-test")
-    yield server_stub, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    return server, url
 
 
 def params(base_url: str, **kw) -> AnnotatorParams:

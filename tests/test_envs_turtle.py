@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import doctest
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -188,60 +185,19 @@ def test_parse_judge_score_rejects(reply: str) -> None:
 
 
 # ---------------------------------------------------------------- OpenAI judge against a stub
-class Stub:
-    """Chat-completions server: answers ``reply`` or fails with ``status``."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.status = 200
-        self.reply = "0.8"
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                if stub.status != 200:
-                    return self._send(stub.status, {"error": {"message": "nope"}})
-                return self._send(200, {
-                    "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": stub.reply}}],
-                })
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
-        return Handler
-
-
 @pytest.fixture
-def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Stub, str]]:
-    server_stub = Stub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), server_stub.handler())
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+def stub(openai_stub, monkeypatch: pytest.MonkeyPatch):
+    server, url = openai_stub
+    server.reply = "0.8"
     monkeypatch.setenv(KEY_ENV, "sk-test")
-    yield server_stub, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    return server, url
 
 
 def make_judge(url: str) -> OpenAIJudge:
     return OpenAIJudge("stub-judge", base_url=url, api_key_env=KEY_ENV, timeout_s=5, max_retries=0)
 
 
-def test_openai_judge_scores_an_episode(stub: tuple[Stub, str]) -> None:
+def test_openai_judge_scores_an_episode(stub) -> None:
     server, url = stub
     env = TurtleGym(tasks=[SNOW], judge=make_judge(url))
     _, reward, _, _, info = play(env, "[answer] a carrot fell from the sky")
@@ -254,7 +210,7 @@ def test_openai_judge_scores_an_episode(stub: tuple[Stub, str]) -> None:
     assert "It was a snowman." in prompt
 
 
-def test_openai_judge_errors(stub: tuple[Stub, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_judge_errors(stub, monkeypatch: pytest.MonkeyPatch) -> None:
     server, url = stub
     judge = make_judge(url)
     server.reply = "I cannot grade this."

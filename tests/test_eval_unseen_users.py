@@ -4,12 +4,8 @@ training simulator. Offline: tiny random Llama, a small corpus, a loopback chat-
 from __future__ import annotations
 
 import doctest
-import json
 import re
 import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -212,48 +208,11 @@ def test_hf_user_loads_lazily_and_replies_through_the_runtime(training_dir):
 
 
 # ----------------------------------------------------------------------------- openai
-class Stub:
-    """Loopback chat-completions server: records requests, answers ``reply``, reports ``model``."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.reply = "<think>they asked about dates</think>\nnext weekend works for me"
-        self.served_model: str | None = None
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                data = json.dumps({
-                    "id": "c1", "object": "chat.completion", "created": 0,
-                    "model": stub.served_model or body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": stub.reply}}],
-                }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        return Handler
-
-
 @pytest.fixture
-def stub() -> Iterator[tuple[Stub, str]]:
-    s = Stub()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), s.handler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield s, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def stub(openai_stub):
+    server, url = openai_stub
+    server.reply = "<think>they asked about dates</think>\nnext weekend works for me"
+    return server, url
 
 
 def _openai_entry(url: str, **kw) -> dict:
