@@ -90,7 +90,7 @@ def parse_args() -> argparse.Namespace:
                    help="torch threads (0 = torch's default). On a shared CPU use 1: with both "
                         "cores busy, 2 OpenMP threads spin-wait and decode ~15x slower")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1,
+    p.add_argument("--repeats", type=int, default=2,
                    help="pairs of runs, in ABBA order; ratios of the pooled figures")
     p.add_argument("--hf-reference", action="store_true",
                    help="also time plain HF generate on the scenarios' opening prompts at batch "

@@ -43,7 +43,7 @@ def test_items_include_first_turn_and_final_position_when_ended():
     assert items[0].history == () and items[0].real_text == "user c0 says 0"
     final = [it for it in items if it.turn_index == len(conv.turns)]
     assert len(final) == 1 and final[0].real_ended and final[0].real_labels == ()
-    inner = [it for it in items if it.kind == NEXT and not it.real_ended][0]
+    inner = next(it for it in items if it.kind == NEXT and not it.real_ended)
     assert inner.real_text == conv.turns[inner.turn_index].text
     assert len(inner.history) == inner.turn_index and inner.history[-1].role == "assistant"
 
@@ -107,13 +107,14 @@ def test_views_flip_roles_and_differ_only_in_system_prompt():
 
 
 def test_parse_keeps_reasoning_out_of_the_utterance_and_detects_ends():
-    out = parse_all(["<think>they asked</think>\nmarch 3", "<think>done</think>\n"
-                     "<|end_conversation|>"])
+    out = parse_all(["<think>they asked</think>\nmarch 3",
+                     "<think>done</think>\n<|end_conversation|>"])
     assert out[0].utterance == "march 3" and out[0].reasoning == "they asked" and not out[0].ended
     assert out[1].ended and out[1].utterance == ""
 
 
-WORDS = "hey need help fix code why not working thanks ok so what about the list again".split()
+WORDS = ["hey", "need", "help", "fix", "code", "why", "not", "working", "thanks", "ok", "so", "what",
+         "about", "the", "list", "again"]
 
 
 def _casual(rng: random.Random) -> str:
@@ -128,7 +129,7 @@ def _rows(n_convs: int = 24):
                                             Turn(role="user", text=_casual(rng)) for t in c.turns]})
              for c in convs]
     items, _ = build_items(convs, 0, 2, seed=0)
-    label = lambda turns, i: ["B9"] if "?" in turns[i].text else []  # noqa: E731
+    label = lambda turns, i: ["B9"] if "?" in turns[i].text else []
     real = real_records(items, label)
     echo = parse_all([it.real_text or "<|end_conversation|>" for it in items])
     polite = parse_all(["Certainly! Here is a detailed answer for you?\n\n1. First\n2. Second"
@@ -160,7 +161,7 @@ def test_realism_rows_separate_an_echo_from_an_assistant():
 
 
 def test_metrics_need_support():
-    items, real, sims = _rows(n_convs=4)
+    _, real, sims = _rows(n_convs=4)
     cfg = RealismConfig(min_support=50, c2st_min_support=50)
     m = row_metrics(sims["trained"], real, lambda t: np.zeros((len(t), 2)), lambda t: False, cfg)
     assert "style" not in m and "c2st" not in m and "first_turn_diversity" not in m

@@ -13,10 +13,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless: stages run under dvc/Prefect without a display
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from mimesis.behaviors.catalog import BEHAVIOR_IDS  # noqa: E402
-from mimesis.eval.style import STYLE_RATES  # noqa: E402
+from mimesis.behaviors.catalog import BEHAVIOR_IDS
+from mimesis.eval.style import STYLE_RATES
 
 ROWS = ("trained", "baseline", "real")
 ROW_TITLES = {"trained": "trained simulator", "baseline": "prompted baseline",
@@ -85,19 +85,29 @@ def markdown_table(metrics: dict) -> str:
 
 NOTES = (
     "Notes:",
-    "- Two-sample metrics compare turns of *different* conversations: a simulator's turns on one "
-    "half of the held-out conversations against real turns of the other half (both directions); "
-    "the real row compares the two real halves, so it is the ceiling at the same sample size.",
-    "- Turing distance is the offline C2ST estimator, not a judge: logistic regression on "
-    "all-MiniLM-L6-v2 embeddings + style features, folds grouped by conversation; "
-    "|accuracy − 50| in points.",
-    "- Real row: termination F1 and role adherence are 1 by definition (real users are the "
-    "reference); `role_rule_flag_rate` in metrics.json shows how often the rule flags real users.",
-    "- Behaviour labels for JS/recall come from the same rule labeler on real and simulated "
-    "turns; slices use the stored real labels. '–' = not enough support.",
-    "- Simulators are scored on their raw, parsed outputs (the runtime's guards — resampling, "
-    "deferred ends — are off); a turn carrying the end signal counts as an end decision. "
-    "Simulated lengths are capped by `max_new_tokens` (reasoning included).",
+    (
+        "- Two-sample metrics compare turns of *different* conversations: a simulator's turns on one "
+        "half of the held-out conversations against real turns of the other half (both directions); "
+        "the real row compares the two real halves, so it is the ceiling at the same sample size."
+    ),
+    (
+        "- Turing distance is the offline C2ST estimator, not a judge: logistic regression on "
+        "all-MiniLM-L6-v2 embeddings + style features, folds grouped by conversation; "
+        "|accuracy − 50| in points."
+    ),
+    (
+        "- Real row: termination F1 and role adherence are 1 by definition (real users are the "
+        "reference); `role_rule_flag_rate` in metrics.json shows how often the rule flags real users."
+    ),
+    (
+        "- Behaviour labels for JS/recall come from the same rule labeler on real and simulated "
+        "turns; slices use the stored real labels. '–' = not enough support."
+    ),
+    (
+        "- Simulators are scored on their raw, parsed outputs (the runtime's guards — resampling, "
+        "deferred ends — are off); a turn carrying the end signal counts as an end decision. "
+        "Simulated lengths are capped by `max_new_tokens` (reasoning included)."
+    ),
 )
 
 
