@@ -34,7 +34,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+# isort: off
+# mimesis first: it sets OMP_WAIT_POLICY=PASSIVE, which OpenMP reads once, when torch loads it
+# (spinning threads made a contended run ~25x slower: both arms, but not equally).
+import mimesis  # noqa: F401
 import torch
+# isort: on
 
 from mimesis.models.base import load_base
 from mimesis.rl import RolloutEngine, RolloutParams, SamplingParams, ScenarioSpec, TokenSampler

@@ -14,8 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mimesis.params import PROFILES, set_profile
-from mimesis.pipeline import STAGES, StageResult, run_stage, stale_reason
+from mimesis.params import PROFILES, ParamsError, set_profile
+from mimesis.pipeline import STAGES, StageResult, check_params, run_stage, stale_reason
 
 app = typer.Typer(help="MIMESIS: learn user simulators from real conversations.",
                   no_args_is_help=True, add_completion=False)
@@ -62,6 +62,7 @@ def run(
     root = _check_root(root)
     selected = _parse_stages(stages)
     _apply_profile(root, profile)
+    _check_params(root, selected)
     from flows.pipeline import pipeline  # Prefect stays out of the library import path
 
     start = time.perf_counter()
@@ -79,6 +80,7 @@ def stage(
     """Run one stage without Prefect (same code path, same dvc.lock bookkeeping)."""
     root = _check_root(root)
     _parse_stages(name)
+    _check_params(root, [name])
     start = time.perf_counter()
     result = run_stage(root, name, force=force)
     console.print(_table([result], time.perf_counter() - start))
@@ -88,9 +90,11 @@ def stage(
 def status(root: RootOpt = Path(".")) -> None:
     """Which stages are stale and why (``dvc status`` per stage)."""
     root = _check_root(root)
+    width = max(map(len, STAGES))
     for name in STAGES:
         reason = stale_reason(root, name)
-        console.print(f"{name:12s} {'[yellow]stale[/yellow]: ' + reason if reason else '[green]up to date[/green]'}")
+        state = f"[yellow]stale[/yellow]: {reason}" if reason else "[green]up to date[/green]"
+        console.print(f"{name:<{width}} {state}")
 
 
 envs_app = typer.Typer(help="Agent environments (gymnasium API).", no_args_is_help=True)
@@ -120,6 +124,17 @@ def _parse_stages(spec: str | None) -> list[str]:
         console.print(f"[red]unknown stage(s) {unknown}; choose from {list(STAGES)}[/red]")
         raise typer.Exit(2)
     return chosen
+
+
+def _check_params(root: Path, names: list[str]) -> None:
+    """Every named stage's params, built before anything runs: a typo in the last stage's
+    section fails in a second, not after the earlier stages ran."""
+    for name in names:
+        try:
+            check_params(root, name)
+        except ParamsError as e:
+            console.print(f"[red]{e}[/red]", highlight=False)
+            raise typer.Exit(2) from None
 
 
 def _active_profile(root: Path) -> str:

@@ -59,21 +59,35 @@ def stage_params(stage: str, params_path: Path = Path("params.yaml"), profile: s
     return {**section, "seed": raw.get("seed", 0), "profile": profile}
 
 
-def build(cls: type[T], values: dict[str, Any]) -> T:
+def build(cls: type[T], values: dict[str, Any], section: str = "") -> T:
     """Instantiate the frozen dataclass ``cls`` from ``values``; unknown keys are an error.
 
     Nested dataclass fields are built from nested dicts.
+
+    Args:
+        section: Where ``values`` sit in params.yaml (e.g. ``distill_agent``), for messages.
+
+    Raises:
+        ParamsError: an unknown key, or a value the dataclass refuses (its ``ValueError`` /
+            ``TypeError`` message, prefixed with the section path).
     """
+    where = section or cls.__name__
     names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = set(values) - set(names)
     if unknown:
-        raise ParamsError(f"{cls.__name__}: unknown params {sorted(unknown)}")
+        raise ParamsError(f"{where}: unknown params {sorted(unknown)}")
     kwargs = {}
     for key, value in values.items():
         ftype = names[key].type
         sub = _dataclass_type(cls, ftype)
-        kwargs[key] = build(sub, value) if sub and isinstance(value, dict) else value
-    return cls(**kwargs)
+        kwargs[key] = build(sub, value, f"{where}.{key}") if sub and isinstance(value, dict) \
+            else value
+    try:
+        return cls(**kwargs)
+    except ParamsError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise ParamsError(f"params.yaml {where}: {e}") from e
 
 
 def _dataclass_type(owner: type, ftype: Any) -> type | None:

@@ -101,20 +101,36 @@ def stale_reason(root: Path, name: str) -> str:
     return "; ".join(parts)[:500] or "changed"
 
 
+def check_params(root: Path, name: str) -> None:
+    """Build stage ``name``'s params from ``<root>/params.yaml`` (its module's ``load_params``)
+    without running anything.
+
+    Raises:
+        mimesis.params.ParamsError: the stage would refuse its params.
+    """
+    module_name, _ = stage_command(root, name)
+    importlib.import_module(module_name).load_params(Path(root) / "params.yaml")
+
+
 def run_stage(root: Path, name: str, force: bool = False) -> StageResult:
     """Run stage ``name`` of the project at ``root`` if it is stale (or ``force``).
 
-    Non-persistent outputs are removed first, as ``dvc repro`` does, then the stage's
-    ``main(argv)`` runs with ``root`` as working directory, then ``dvc commit`` updates dvc.lock.
+    The stage's params are checked first (:func:`check_params`), so a bad value costs no
+    outputs; then non-persistent outputs are removed, as ``dvc repro`` does, the stage's
+    ``main(argv)`` runs with ``root`` as working directory, and ``dvc commit`` updates dvc.lock.
 
     Returns:
         StageResult with ``ran`` False when the stage was up to date.
+
+    Raises:
+        mimesis.params.ParamsError: invalid params (nothing was removed).
     """
     root = root.resolve()
     reason = "forced" if force else stale_reason(root, name)
     if not reason:
         return StageResult(name, ran=False, seconds=0.0, reason="up to date")
     module_name, argv = stage_command(root, name)
+    check_params(root, name)
     stage = dvc_stage(root, name)
     start = time.perf_counter()
     with working_dir(root):

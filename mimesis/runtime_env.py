@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 
 OFFLINE_ENV: dict[str, str] = {
     "HF_HUB_OFFLINE": "1",
@@ -22,7 +24,14 @@ OFFLINE_ENV: dict[str, str] = {
 
 
 def configure_environment() -> None:
-    """Set the offline/no-telemetry variables unless the caller already chose a value."""
+    """Set the offline/no-telemetry variables unless the caller already chose a value.
+
+    Warns when torch was imported first and ``OMP_WAIT_POLICY`` was not set: OpenMP reads it
+    only when torch loads, so the passive policy would not apply to this process.
+    """
+    if "torch" in sys.modules and "OMP_WAIT_POLICY" not in os.environ:
+        warnings.warn("torch was imported before mimesis: OMP_WAIT_POLICY=PASSIVE comes too late "
+                      "for this process (import mimesis first, or export it)", stacklevel=2)
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")

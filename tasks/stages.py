@@ -11,12 +11,19 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from mimesis.params import ParamsError
 from mimesis.pipeline import StageResult, run_stage
+
+
+def retry_unless_params_error(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn``: invalid params fail the same way every time; retries are
+    for transient failures (an annotator or coach endpoint)."""
+    return not isinstance(state.result(raise_on_failure=False), ParamsError)
 
 
 def _stage_task(name: str, retries: int = 0):
     @task(name=name, retries=retries, retry_delay_seconds=10, cache_policy=NO_CACHE,
-          tags=["mimesis", name])
+          retry_condition_fn=retry_unless_params_error, tags=["mimesis", name])
     def _run(root: str = ".", force: bool = False) -> StageResult:
         return run_stage(Path(root), name, force=force)
 

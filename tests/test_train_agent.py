@@ -187,5 +187,18 @@ def test_held_out_environments_are_refused_for_training():
     specs = scenario_specs(data.small_params(envs=["FunctionGym", "TravelGym"], steps=2))
     assert [s.env for s in specs] == ["FunctionGym", "TravelGym"] * 2
     assert len({s.seed for s in specs}) == 4
-    with pytest.raises(ValueError, match="not a training environment"):
-        scenario_specs(data.small_params(envs=["TelepathyGym"]))
+    # refused when the params are built, before any stage clears outputs or loads a model
+    with pytest.raises(ValueError, match=r"\['TelepathyGym'\]: not train environment"):
+        data.small_params(envs=["TelepathyGym"])
+    with pytest.raises(ValueError, match=r"unknown environment\(s\) \['TravelGymm'\]"):
+        data.small_params(envs=["FunctionGym", "TravelGymm"])
+    with pytest.raises(ValueError, match=r"env_kwargs for envs not listed in envs: \['TauGym'\]"):
+        data.small_params(envs=["FunctionGym"], env_kwargs={"TauGym": {}})
+
+
+def test_agent_evaluation_params_refuse_unknown_environments():
+    from mimesis.eval.agents import AgentEvalParams
+
+    assert AgentEvalParams(envs=["SearchGym", "TauGym"]).envs == ("SearchGym", "TauGym")
+    with pytest.raises(ValueError, match="TelepathyGymm"):
+        AgentEvalParams(envs=["TelepathyGymm"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -109,6 +110,29 @@ def env_split(name: str) -> Split:
     if name not in _REGISTRY:
         raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[name].split
+
+
+def check_envs(names: Sequence[str], split: Split | None = None,
+               env_kwargs: Mapping[str, Any] | None = None) -> None:
+    """Raise unless every name is a registered env (of ``split``, when given) and every key of
+    ``env_kwargs`` is one of ``names``.
+
+    Raises:
+        ValueError: the first problem found, naming the env and the known ones.
+    """
+    _discover()
+    unknown = [n for n in names if n not in _REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown environment(s) {unknown}; known: {sorted(_REGISTRY)}")
+    if split is not None:
+        wrong = [n for n in names if _REGISTRY[n].split != split]
+        if wrong:
+            ok = sorted(n for n, spec in _REGISTRY.items() if spec.split == split)
+            raise ValueError(f"{wrong}: not {split} environment(s) (held-out envs are for "
+                             f"evaluation only); {split} envs: {ok}")
+    extra = sorted(set(env_kwargs or {}) - set(names))
+    if extra:
+        raise ValueError(f"env_kwargs for envs not listed in envs: {extra}")
 
 
 def list_envs() -> list[EnvSpec]:

@@ -105,6 +105,9 @@ class AgentEvalParams:
             raise ValueError(f"must be >= 1: {bad}; envs must not be empty")
         if not 0 < self.ci < 1 or self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ValueError("need 0 < ci < 1, temperature >= 0, 0 < top_p <= 1")
+        from mimesis.envs.registry import check_envs
+
+        check_envs(self.envs, env_kwargs=self.env_kwargs)
 
     def rollout(self) -> RolloutParams:
         """The engine settings of these params."""

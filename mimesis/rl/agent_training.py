@@ -86,6 +86,11 @@ class AgentRLParams:
             raise ValueError("need learning_rate > 0, kl_beta >= 0 and at least one env")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError("dtype must be float32, bfloat16 or float16")
+        from mimesis.envs.registry import check_envs
+
+        # Checked here, not when the scenarios are drawn: a typo must fail before a stage
+        # clears its outputs and loads two models.
+        check_envs(self.envs, "train", self.env_kwargs)
 
 
 def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
@@ -102,15 +107,8 @@ def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
     import numpy as np
 
     from mimesis.envs import make
-    from mimesis.envs.registry import env_split, task_indices
+    from mimesis.envs.registry import task_indices
 
-    for env in p.envs:
-        if env_split(env) != "train":
-            raise ValueError(f"{env!r} is not a training environment (its split is "
-                             f"{env_split(env)!r}; held-out envs are for evaluation only)")
-    unknown = sorted(set(p.env_kwargs) - set(p.envs))
-    if unknown:
-        raise ValueError(f"env_kwargs for envs not trained on: {unknown}")
     tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
     counts = {env: None if t is None else len(t) for env, t in tasks.items()}
     specs = []

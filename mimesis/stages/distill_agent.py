@@ -149,6 +149,15 @@ def _log_coach(out_dir: Path) -> None:
 
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> DistillAgentParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(DistillAgentParams, stage_params(STAGE, params_path), STAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
@@ -158,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="data/distill_agent", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = build(DistillAgentParams, stage_params(STAGE, Path(args.params)))
+    params = load_params(Path(args.params))
     run(Path(args.freeze_user), Path(args.train_agent), Path(args.out), params)
 
 

@@ -229,6 +229,15 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
     print(f"  -> {out_dir}/metrics.json, table.md, agents.md, plots/, generations.jsonl")
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> EvaluateParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(EvaluateParams, stage_params("evaluate", params_path), "evaluate")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
@@ -238,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("data/evaluate"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
-    params = build(EvaluateParams, stage_params("evaluate", args.params))
+    params = load_params(Path(args.params))
     run(args.freeze_user, args.label, args.out, params, args.train_agent, args.distill_agent)
 
 

@@ -125,6 +125,15 @@ def _register(sim_dir: Path, params: FreezeUserParams, run_id: str) -> dict:
             "version": int(version.version), "source": version.source}
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> FreezeUserParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(FreezeUserParams, stage_params(STAGE, params_path), STAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-user", default="data/train_user", help="train_user output")
@@ -132,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="data/freeze_user", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = build(FreezeUserParams, stage_params(STAGE, Path(args.params)))
+    params = load_params(Path(args.params))
     run(Path(args.train_user), Path(args.label), Path(args.out), params)
 
 

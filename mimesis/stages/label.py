@@ -174,6 +174,15 @@ def print_summary(counts: dict) -> None:
     print(f"label rejects: {counts['reject_reasons'] or 'none'}; {counts['seconds']} s")
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> LabelParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(LabelParams, stage_params(STAGE, params_path), STAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--curate", type=Path, default=Path("data/curate"),
@@ -181,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("data/label"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
-    params = build(LabelParams, stage_params(STAGE, args.params))
+    params = load_params(Path(args.params))
     run(args.curate, args.out, params)
 
 

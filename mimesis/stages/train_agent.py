@@ -92,6 +92,15 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams) -> Path:
 
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> TrainAgentParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(TrainAgentParams, stage_params(STAGE, params_path), STAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="data/train_agent", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = build(TrainAgentParams, stage_params(STAGE, Path(args.params)))
+    params = load_params(Path(args.params))
     run(Path(args.freeze_user), Path(args.out), params)
 
 

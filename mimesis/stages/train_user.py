@@ -133,13 +133,22 @@ def run(label_dir: Path, out_dir: Path, params: TrainUserParams) -> Path:
     return out_dir
 
 
+def load_params(params_path: Path = Path("params.yaml")) -> TrainUserParams:
+    """This stage's params from ``params_path`` (active profile applied).
+
+    Raises:
+        mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
+    """
+    return build(TrainUserParams, stage_params(STAGE, params_path), STAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", default="data/label", help="label stage output folder")
     parser.add_argument("--out", default="data/train_user", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    params = build(TrainUserParams, stage_params(STAGE, Path(args.params)))
+    params = load_params(Path(args.params))
     run(Path(args.label), Path(args.out), params)
 
 
