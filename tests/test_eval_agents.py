@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
-from mimesis.eval import agent_tables
+from mimesis.eval import agent_stats, agent_tables
 from mimesis.eval import agents as ag
+from mimesis.eval.agent_stats import episode_rows
 from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
 from mimesis.eval.agents import (
     HELDOUT_SEED_OFFSET,
     AgentEvalParams,
     check_disjoint,
-    episode_rows,
     evaluate_agents,
     heldout_specs,
     load_agent,
@@ -116,7 +116,7 @@ def test_episode_rows_mean_success_and_terminations():
     assert f["reward_ci_low"] <= f["mean_reward"] <= f["reward_ci_high"]
     travel = episode_rows("a", "s", [_episode("TravelGym", 0.75)])[0]
     assert travel["success_rate"] == 0.0  # partial credit is not success
-    overall = ag.overall_rows(list(rows.values()))[0]
+    overall = agent_stats.overall_rows(list(rows.values()))[0]
     assert overall["mean_reward"] == pytest.approx((f["mean_reward"] + t["mean_reward"]) / 2)
 
 
@@ -246,4 +246,5 @@ def test_load_agent_merges_a_verified_adapter(tmp_path, tiny):
 
 def test_doctests():
     assert doctest.testmod(ag).failed == 0
+    assert doctest.testmod(agent_stats).failed == 0
     assert doctest.testmod(agent_tables).failed == 0

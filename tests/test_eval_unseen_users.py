@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
-from mimesis.eval import offline_users
+from mimesis.eval import offline_users, simulator_identity
 from mimesis.eval import unseen_users as uu
 from mimesis.eval.offline_users import ReplayUser, read_corpus
 from mimesis.eval.unseen_users import (
@@ -308,3 +308,4 @@ def test_accepts_other_models(training_dir, monkeypatch):
 def test_doctests():
     assert doctest.testmod(uu).failed == 0
     assert doctest.testmod(offline_users).failed == 0
+    assert doctest.testmod(simulator_identity).failed == 0

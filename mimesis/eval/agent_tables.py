@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mimesis.eval.agents import (
+from mimesis.eval.agent_stats import (
     ALL_ENVS,
     DEFAULT_SUCCESS_THRESHOLD,
     SUCCESS_THRESHOLDS,

@@ -31,8 +31,9 @@ Kinds:
   system", NAACL-HLT.
 
 Where things live: this module holds the config (:class:`UnseenUserConfig`), the refusal, the
-model users (:class:`OpenAIUser`, :class:`HFUser`) and the registry (:func:`build_unseen`); the
-offline users (``replay``, ``agenda``; their goal prompt, corpus reader and text rules) are in
+model users (:class:`OpenAIUser`, :class:`HFUser`) and the registry (:func:`build_unseen`); what
+identifies the training simulator (names, weight hashes) is in
+:mod:`mimesis.eval.simulator_identity`; the offline users (``replay``, ``agenda``; their goal prompt, corpus reader and text rules) are in
 :mod:`mimesis.eval.offline_users`.
 
 Refusal (:func:`check_not_training`): evaluating with the simulator the agent trained against is
@@ -48,7 +49,6 @@ The offline users read the goal text only: see the limits in :mod:`mimesis.eval.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt, read_corpus
-from mimesis.io import sha256_file
+from mimesis.eval.simulator_identity import forbidden_model_names, hf_refusal, training_meta
 from mimesis.schemas import Scenario
 from mimesis.simulator.baseline import render_prompted_system_prompt
 from mimesis.simulator.guards import GuardParams
@@ -69,7 +69,6 @@ KINDS = ("openai", "hf", "replay", "agenda")
 PROMPT_STYLES: dict[str, Callable[[Scenario], str]] = {
     "prompted_user": render_prompted_system_prompt, "user_simulator": render_system_prompt}
 OPENING_CUE = "(The conversation starts now: write your first message to the assistant.)"
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in file names and MLflow keys
 
 
@@ -163,61 +162,6 @@ def parse_unseen(entries: Sequence[Mapping[str, Any] | UnseenUserConfig]
 
 
 # ----------------------------------------------------------------------------- refusal
-def _training_meta(training_simulator_dir: Path) -> dict:
-    meta_path = Path(training_simulator_dir) / "meta.json"
-    if not meta_path.is_file():
-        raise ValueError(f"{meta_path} missing: the training simulator folder is needed to refuse "
-                         "it as an unseen user")
-    return json.loads(meta_path.read_text())
-
-
-def forbidden_model_names(meta: Mapping[str, Any]) -> set[str]:
-    """Lower-cased model names that denote the training simulator on an API.
-
-    >>> sorted(forbidden_model_names({"registered_model": "sim", "params": {"alias": "frozen"}}))
-    ['frozen', 'models:/sim@frozen', 'sim', 'sim@frozen']
-    """
-    reg = (meta.get("registered_model") or "").strip()
-    alias = ((meta.get("params") or {}).get("alias") or "frozen").strip()
-    names = {alias, "frozen"}
-    if reg:
-        names |= {reg, f"{reg}@{alias}", f"models:/{reg}@{alias}"}
-    return {n.lower() for n in names if n}
-
-
-def _is_weight(path: Path | str) -> bool:
-    return str(path).endswith(WEIGHT_SUFFIXES)
-
-
-def hf_refusal(model_dir: Path, training_simulator_dir: Path, meta: Mapping[str, Any]
-               ) -> str | None:
-    """Why the HF folder ``model_dir`` IS the training simulator, or ``None``.
-
-    Only weight files of the same size as one of the simulator's are hashed (hashing every
-    multi-GB file of an unrelated model would cost minutes for nothing).
-    """
-    model_dir, train_dir = Path(model_dir).resolve(), Path(training_simulator_dir).resolve()
-    if model_dir == train_dir:
-        return f"{model_dir} is the training simulator folder"
-    files: dict[str, str] = dict(meta.get("files") or {})
-    weights = {digest for rel, digest in files.items() if _is_weight(rel)}
-    own_meta = model_dir / "meta.json"
-    if own_meta.is_file():
-        own = json.loads(own_meta.read_text()).get("files") or {}
-        if own and (own == files or weights & {d for r, d in own.items() if _is_weight(r)}):
-            return f"{own_meta} lists the training simulator's files (a copy of it)"
-    sizes = {(train_dir / rel).stat().st_size for rel in files
-             if _is_weight(rel) and (train_dir / rel).is_file()}
-    for path in sorted(model_dir.rglob("*")):
-        if not (path.is_file() and _is_weight(path)):
-            continue
-        if sizes and path.stat().st_size not in sizes:
-            continue
-        if sha256_file(path) in weights:
-            return f"{path} has the sha256 of a training simulator weight file"
-    return None
-
-
 def check_not_training(configs: Sequence[UnseenUserConfig], training_simulator_dir: Path) -> None:
     """Refuse any entry that is the training simulator (see the module docstring).
 
@@ -228,7 +172,7 @@ def check_not_training(configs: Sequence[UnseenUserConfig], training_simulator_d
     from mimesis.models.base import base_dir
 
     parse_unseen(configs)  # duplicate names
-    meta = _training_meta(training_simulator_dir)
+    meta = training_meta(training_simulator_dir)
     forbidden = forbidden_model_names(meta)
     for c in configs:
         if c.name.lower() in forbidden:  # a row labelled "frozen" would read as the training sim
@@ -398,7 +342,7 @@ def build_unseen(config: Sequence[Mapping[str, Any] | UnseenUserConfig],
     """
     configs = parse_unseen(config)
     check_not_training(configs, training_simulator_dir)
-    forbidden = forbidden_model_names(_training_meta(training_simulator_dir))
+    forbidden = forbidden_model_names(training_meta(training_simulator_dir))
     return {c.name: build_user(c, corpus=corpus, max_turns=max_turns, guards=guards,
                                forbidden=forbidden) for c in configs}
 

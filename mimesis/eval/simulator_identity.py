@@ -1,0 +1,76 @@
+"""What identifies the training simulator, so it can be refused as an "unseen" user.
+
+Names (its registered model name, alias and ``name@alias`` forms) and weights (the sha256 of
+every weight file, from its ``meta.json``). Used by :mod:`mimesis.eval.unseen_users`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mimesis.io import sha256_file
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def training_meta(training_simulator_dir: Path) -> dict:
+    """The frozen simulator's ``meta.json`` (file hashes, registered name, alias).
+
+    Raises:
+        ValueError: no ``meta.json`` in the folder.
+    """
+    meta_path = Path(training_simulator_dir) / "meta.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{meta_path} missing: the training simulator folder is needed to refuse "
+                         "it as an unseen user")
+    return json.loads(meta_path.read_text())
+
+
+def forbidden_model_names(meta: Mapping[str, Any]) -> set[str]:
+    """Lower-cased model names that denote the training simulator on an API.
+
+    >>> sorted(forbidden_model_names({"registered_model": "sim", "params": {"alias": "frozen"}}))
+    ['frozen', 'models:/sim@frozen', 'sim', 'sim@frozen']
+    """
+    reg = (meta.get("registered_model") or "").strip()
+    alias = ((meta.get("params") or {}).get("alias") or "frozen").strip()
+    names = {alias, "frozen"}
+    if reg:
+        names |= {reg, f"{reg}@{alias}", f"models:/{reg}@{alias}"}
+    return {n.lower() for n in names if n}
+
+
+def _is_weight(path: Path | str) -> bool:
+    return str(path).endswith(WEIGHT_SUFFIXES)
+
+
+def hf_refusal(model_dir: Path, training_simulator_dir: Path, meta: Mapping[str, Any]
+               ) -> str | None:
+    """Why the HF folder ``model_dir`` IS the training simulator, or ``None``.
+
+    Only weight files of the same size as one of the simulator's are hashed (hashing every
+    multi-GB file of an unrelated model would cost minutes for nothing).
+    """
+    model_dir, train_dir = Path(model_dir).resolve(), Path(training_simulator_dir).resolve()
+    if model_dir == train_dir:
+        return f"{model_dir} is the training simulator folder"
+    files: dict[str, str] = dict(meta.get("files") or {})
+    weights = {digest for rel, digest in files.items() if _is_weight(rel)}
+    own_meta = model_dir / "meta.json"
+    if own_meta.is_file():
+        own = json.loads(own_meta.read_text()).get("files") or {}
+        if own and (own == files or weights & {d for r, d in own.items() if _is_weight(r)}):
+            return f"{own_meta} lists the training simulator's files (a copy of it)"
+    sizes = {(train_dir / rel).stat().st_size for rel in files
+             if _is_weight(rel) and (train_dir / rel).is_file()}
+    for path in sorted(model_dir.rglob("*")):
+        if not (path.is_file() and _is_weight(path)):
+            continue
+        if sizes and path.stat().st_size not in sizes:
+            continue
+        if sha256_file(path) in weights:
+            return f"{path} has the sha256 of a training simulator weight file"
+    return None
