@@ -128,7 +128,7 @@ def test_gqa_attention_is_switched_on_for_the_call_only(tiny) -> None:
 
 
 def test_growing_cache_layer_equals_concatenation() -> None:
-    from mimesis.rl.kv import GrowingLayer, growing_cache
+    from mimesis.rl.kv import GrowingLayer, left_padded_cache
 
     parts = [torch.randn(3, 2, n, 4) for n in (3, 1, 4)]
     layer = GrowingLayer(capacity=2, past=(parts[0], -parts[0]))  # grows past its capacity
@@ -138,8 +138,10 @@ def test_growing_cache_layer_equals_concatenation() -> None:
     assert layer.get_seq_length() == 8 and layer.capacity >= 8
     layer.batch_select_indices(torch.tensor([2, 0]))
     assert torch.equal(layer.keys, torch.cat(parts, dim=2)[[2, 0]])
-    with pytest.raises(ValueError):
-        growing_cache(2, 4, past=[(parts[0], parts[0])])
+    with pytest.raises(ValueError, match="2 layers"):  # one layer of keys for a 2-layer model
+        left_padded_cache(2, [(3, [(parts[0][0], parts[0][0])])], 3, 4, 2, 4, torch.float32, "cpu")
+    with pytest.raises(ValueError, match="longer than past"):
+        left_padded_cache(1, [(3, [(parts[0][0], parts[0][0])])], 2, 4, 2, 4, torch.float32, "cpu")
 
 
 def reference_greedy(model, prompt: list[int], n: int) -> list[int]:

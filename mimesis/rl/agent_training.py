@@ -101,8 +101,7 @@ def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
     (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
     ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
 
-    Raises:
-        ValueError: an env is unknown or held out (held-out envs are for evaluation only).
+    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
     """
     import numpy as np
 

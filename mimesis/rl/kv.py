@@ -115,15 +115,6 @@ class GrowingLayer(DynamicLayer):
         self.values = self._values[:, :, :self.length]
 
 
-def growing_cache(n_layers: int, capacity: int, past: KV | None = None) -> Cache:
-    """A ``transformers.Cache`` of ``n_layers`` :class:`GrowingLayer` (``past`` per layer:
-    ``[batch, heads, n, dim]`` keys and values, or ``None`` for an empty cache)."""
-    if past is not None and len(past) != n_layers:
-        raise ValueError(f"{len(past)} past layers for a {n_layers}-layer model")
-    return Cache(layers=[GrowingLayer(capacity, None if past is None else past[i])
-                         for i in range(n_layers)])
-
-
 def left_padded_cache(n_layers: int, reused: Sequence[tuple[int, KV | None]], past: int,
                       capacity: int, heads: int, dim: int, dtype: torch.dtype,
                       device: torch.device | str) -> Cache:
