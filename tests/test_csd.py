@@ -205,3 +205,34 @@ def test_openai_coach_needs_a_key_and_never_calls_out_when_built(monkeypatch):
     assert coach.notes([], step=1) == []  # no request, no call
     with pytest.raises(ValueError):
         CoachParams(backend="openai")  # a model id is required
+
+
+def test_teacher_of_a_noted_turn_sees_only_that_turns_note(tokenizer, monkeypatch):
+    """The teacher of turn k is conditioned on h_k alone, never on earlier notes h_1..h_{k-1}."""
+    import mimesis.rl.csd as csd
+
+    ep = _episode(tokenizer)
+    notes = {1: "Ask about the budget first.", 3: "Confirm the dates now."}
+    seen: list[tuple[str, list[int]]] = []
+
+    def fake_score(model, sequences, positions, temperature, pad_id, batch_size=4):
+        out = []
+        for ids, pos in zip(sequences, positions, strict=True):
+            seen.append((tokenizer.decode(ids, skip_special_tokens=False), list(pos)))
+            out.append(torch.full((len(pos),), -float(len(seen))))
+        return out
+
+    monkeypatch.setattr(csd, "score_positions", fake_score)
+    width = len(ep.completion_ids)
+    logps, mask = csd.teacher_logps(None, tokenizer, [ep], [notes], width, temperature=1.0)
+    assert len(seen) == 2
+    (text_1, _), (text_3, _) = seen
+    assert notes[1] in text_1 and notes[3] not in text_1
+    assert notes[3] in text_3 and notes[1] not in text_3
+    # the mask covers exactly the agent tokens of the noted turns, each valued by its own sequence
+    turns = torch.tensor(ep.turn_ids)
+    agent = torch.tensor(ep.env_mask).bool()
+    for k, value in ((1, -1.0), (3, -2.0)):
+        cols = agent & (turns == k)
+        assert bool(mask[0, cols].eq(1).all()) and bool(logps[0, cols].eq(value).all())
+    assert float(mask[0].sum()) == float((agent & ((turns == 1) | (turns == 3))).sum())

@@ -25,7 +25,7 @@ control: ``Δ_real − Δ_placebo > 0`` means the notes carry information (METRI
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -177,19 +177,27 @@ def teacher_logps(model, tokenizer, episodes: Sequence[Any], notes: Sequence[dic
     Returns:
         ``(logps [B, width], mask [B, width])``; ``mask`` is 1 on the agent tokens of the noted
         turns, where ``logps`` holds the teacher's values (0 elsewhere).
+
+    Each noted turn ``k`` is scored in its own teacher sequence that holds only note ``h_k``
+    (MIMESIS Stage II: the teacher of turn ``k`` is conditioned on that turn's note, not on the
+    notes of earlier turns), so an episode with two notes costs two teacher sequences.
     """
     logps, mask = torch.zeros(len(episodes), width), torch.zeros(len(episodes), width)
-    rows = [(b, teacher_sequence(tokenizer, ep, n)) for b, (ep, n) in
-            enumerate(zip(episodes, notes, strict=True)) if n]
+    rows: list[tuple[int, list[int], TeacherSequence]] = []
+    for b, (ep, n) in enumerate(zip(episodes, notes, strict=True)):
+        for k in sorted(n):
+            seq = teacher_sequence(tokenizer, ep, {k: n[k]})
+            keep = [i for i, p in enumerate(seq.completion_pos) if ep.turn_ids[p] == k]
+            rows.append((b, [seq.completion_pos[i] for i in keep],
+                         replace(seq, teacher_pos=[seq.teacher_pos[i] for i in keep])))
     if not rows:
         return logps, mask
-    scored = score_positions(model, [t.ids for _, t in rows], [t.teacher_pos for _, t in rows],
+    scored = score_positions(model, [t.ids for *_, t in rows], [t.teacher_pos for *_, t in rows],
                              temperature, tokenizer.pad_token_id, batch_size)
-    for (b, seq), values in zip(rows, scored, strict=True):
-        noted = torch.tensor([episodes[b].turn_ids[p] in notes[b] for p in seq.completion_pos])
-        cols = torch.tensor(seq.completion_pos, dtype=torch.long)
+    for (b, completion_pos, _), values in zip(rows, scored, strict=True):
+        cols = torch.tensor(completion_pos, dtype=torch.long)
         logps[b, cols] = values
-        mask[b, cols[noted]] = 1.0
+        mask[b, cols] = 1.0
     return logps, mask
 
 
