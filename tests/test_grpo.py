@@ -116,3 +116,123 @@ def test_env_tokens_do_not_change_the_grpo_loss(tmp_path):
         agent_changed = trainer._compute_loss(PerturbScores(trainer.model, 1 - env), dict(inputs))
     assert torch.isclose(base, env_changed, atol=1e-6), (base, env_changed)
     assert not torch.isclose(base, agent_changed, atol=1e-4)  # the check can fail
+
+
+# ----------------------------------------------------------------------------- dynamic sampling
+def _fake_episode(group_id: int, reward: float, env: str = "FunctionGym", seed: int = 0):
+    from mimesis.rl.records import Episode, ScenarioSpec
+
+    return Episode.model_construct(group_id=group_id, reward=reward, env=env, index=-1,
+                                   spec=ScenarioSpec(env=env, seed=seed))
+
+
+def test_flat_groups_are_replaced_by_fresh_scenarios_of_the_same_env():
+    from mimesis.rl.grpo import refill_flat_groups
+
+    first = [_fake_episode(0, 0.0, "FunctionGym"), _fake_episode(0, 0.0, "FunctionGym"),
+             _fake_episode(1, 1.0, "TravelGym"), _fake_episode(1, 0.0, "TravelGym"),
+             _fake_episode(2, 1.0, "TravelGym"), _fake_episode(2, 1.0, "TravelGym")]
+    asked: list[str] = []
+    plays: list[list] = []
+
+    def fresh(env):
+        asked.append(env)
+        from mimesis.rl.records import ScenarioSpec
+
+        return ScenarioSpec(env=env, seed=100 + len(asked))
+
+    def play(jobs):  # round 1: group 0 stays flat, group 2 gets signal; round 2: group 0 too
+        plays.append(jobs)
+        rewards = {1: {0: [0.0, 0.0], 2: [1.0, 0.0]}, 2: {0: [0.5, 0.0]}}[len(plays)]
+        out, seen = [], {}
+        for spec, g in jobs:
+            k = seen.setdefault(g, 0)
+            seen[g] += 1
+            out.append(_fake_episode(g, rewards[g][k], spec.env, spec.seed))
+        return out
+
+    kept, stats = refill_flat_groups(play, first, fresh, max_rounds=3, group_size=2)
+    assert asked == ["FunctionGym", "TravelGym", "FunctionGym"]
+    assert stats == {"first_round": 3, "raw_signal": 1, "replayed": 3, "rounds": 2,
+                     "kept_signal": 3, "played": 6}
+    assert [e.group_id for e in kept] == [0, 0, 1, 1, 2, 2]
+    assert [e.index for e in kept] == list(range(6))
+    assert [e.reward for e in kept] == [0.5, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert {e.spec.seed for e in kept if e.group_id == 0} == {103}  # the round-2 replacement
+
+
+def test_resampling_stops_at_max_rounds_and_keeps_flat_groups():
+    from mimesis.rl.grpo import refill_flat_groups
+
+    first = [_fake_episode(0, 0.0), _fake_episode(0, 0.0)]
+    calls = []
+
+    def play(jobs):
+        calls.append(len(jobs))
+        return [_fake_episode(g, 0.0, s.env, s.seed) for s, g in jobs]
+
+    from mimesis.rl.records import ScenarioSpec
+
+    kept, stats = refill_flat_groups(play, first, lambda env: ScenarioSpec(env=env, seed=7),
+                                     max_rounds=2, group_size=2)
+    assert calls == [2, 2] and stats["kept_signal"] == 0 and len(kept) == 2
+    kept, stats = refill_flat_groups(play, first, None, max_rounds=2, group_size=2)
+    assert len(calls) == 2 and stats["rounds"] == 0  # fresh=None: no resampling
+
+
+def test_scenario_stream_fresh_scenarios_follow_the_dataset_and_keep_the_env():
+    from mimesis.rl.agent_training import AgentRLParams, ScenarioStream, scenario_specs
+
+    p = AgentRLParams(envs=["FunctionGym", "TravelGym"], steps=2, scenarios_per_step=2)
+    stream = ScenarioStream(p)
+    dataset = scenario_specs(p)
+    assert [s.seed for s in dataset] == [0, 1, 2, 3]
+    assert stream.fresh("TravelGym").seed == 5 and stream.fresh("TravelGym").seed == 7
+    assert stream.fresh("FunctionGym").seed == 8 and stream.drawn == 9
+    assert scenario_specs(p, count=stream.drawn)[8] == stream.spec(8)
+    with pytest.raises(ValueError):
+        stream.fresh("TurtleGym")
+
+
+def _flat_first_trainer(tmp_path, enabled: bool):
+    from mimesis.models.base import load_base
+    from mimesis.rl import agent_training as rl
+    from mimesis.rl.agent_training import DynamicSamplingParams
+    from mimesis.rl.grpo import TurnCreditGRPOTrainer
+    from mimesis.stages.train_user import LoraParams
+
+    sim, sim_tok = load_base("tiny-llama")
+    agent, tok = load_base("tiny-llama")
+    params = data.small_params(envs=["FlatFirstGym"], scenarios_per_step=2, group_size=4,
+                               scenario_seed=data.FLAT_BELOW - 2, max_turns=1,
+                               dynamic_sampling=DynamicSamplingParams(enabled=enabled,
+                                                                      max_rounds=4))
+    trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
+                               data.scripted_user(sim, sim_tok, max_turns=1), tmp_path / "ckpt",
+                               [], peft_config=rl.lora_config(LoraParams(dropout=0.0)))
+    rl.train(trainer, None)
+    moved = sum(float(p.detach().abs().sum()) for n, p in trainer.model.named_parameters()
+                if "lora_B" in n)
+    return trainer, moved
+
+
+@pytest.mark.slow
+def test_zero_variance_groups_are_resampled_and_the_step_learns(tmp_path):
+    trainer, moved = _flat_first_trainer(tmp_path, enabled=True)
+    (row,) = trainer.history
+    assert row["groups/first_round"] == 2 and row["groups/raw_signal"] == 0
+    assert row["groups/kept_signal"] >= 1 and row["groups/replayed"] >= 2
+    assert row["groups/raw_signal_frac"] == 0.0 and row["groups/kept_signal_frac"] >= 0.5
+    assert row["scenarios_drawn"] >= 4  # replacements came from after the dataset's 2
+    assert {"format_compliance", "mean_turns", "truncated"} <= set(row)
+    trained_seeds = {e.spec.seed for _, e in trainer.episodes}
+    assert min(trained_seeds) >= data.FLAT_BELOW  # the flat groups were replaced
+    assert moved > 0  # a group with signal gave non-zero advantages: LoRA B left zero
+
+
+@pytest.mark.slow
+def test_without_dynamic_sampling_flat_groups_teach_nothing(tmp_path):
+    trainer, moved = _flat_first_trainer(tmp_path, enabled=False)
+    (row,) = trainer.history
+    assert row["groups/raw_signal"] == 0 and row["groups/kept_signal"] == 0
+    assert moved == 0.0  # all advantages 0: the adapter never leaves its zero init

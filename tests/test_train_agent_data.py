@@ -32,8 +32,29 @@ class ParityGym(FunctionGym):
         return float(len(first) % 2 == 0)
 
 
-if "ParityGym" not in _REGISTRY:
-    register(ParityGym)
+class FlatFirstGym(FunctionGym):
+    """Reward 0 on seeds below :data:`FLAT_BELOW` (their groups are flat: no GRPO signal), the
+    parity of the first agent message's length on later seeds (dynamic sampling's replacements
+    come from there, so a resampled group has signal about half of the time per episode)."""
+
+    name = "FlatFirstGym"
+
+    def reset(self, *, seed=None, options=None):
+        self._seed = seed
+        return super().reset(seed=seed, options=options)
+
+    def score(self) -> float:
+        if self._seed is None or self._seed < FLAT_BELOW:
+            return 0.0
+        first = next((m.text for m in self.history if m.role == "agent"), "")
+        return float(len(first) % 2 == 0)
+
+
+FLAT_BELOW = 1000
+
+for _gym in (ParityGym, FlatFirstGym):
+    if _gym.name not in _REGISTRY:
+        register(_gym)
 
 SMALL = {"envs": ["ParityGym"], "steps": 1, "scenarios_per_step": 2, "group_size": 4,
          "max_turns": 3, "max_new_tokens": 8, "max_completion_tokens": 320, "micro_batch": 4,

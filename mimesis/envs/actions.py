@@ -70,3 +70,16 @@ def parse_action(text: str) -> Action:
     following = _TAG.search(rest)
     content = rest[: following.start()] if following else rest
     return Action(kind, content.strip(), tagged=True)
+
+
+def is_valid_action(text: str) -> bool:
+    """Format compliance of one agent message: it carries a tag, and an ``[action]``,
+    ``[search]`` or ``[answer]`` has content (a bare ``[finish]`` is complete).
+
+    >>> is_valid_action("[answer] 42"), is_valid_action("[finish]"), is_valid_action("[action]")
+    (True, True, False)
+    >>> is_valid_action("Do you prefer morning flights?")
+    False
+    """
+    act = parse_action(text)
+    return act.tagged and (act.kind == "finish" or bool(act.content))

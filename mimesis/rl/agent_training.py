@@ -42,6 +42,21 @@ class UserSamplingParams:
 
 
 @dataclass(frozen=True)
+class DynamicSamplingParams:
+    """Dynamic sampling (DAPO, Yu et al. 2025, arXiv 2503.14476, section 3.2): a group whose
+    episodes all got the same reward has zero advantage everywhere and teaches nothing, so it is
+    replaced by a group on a fresh training scenario of the same env, up to ``max_rounds`` extra
+    rollout rounds per step; groups still flat after that stay in the batch (advantage 0)."""
+
+    enabled: bool = True
+    max_rounds: int = 2  # extra rollout rounds per optimizer step (each replays only flat groups)
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 0:
+            raise ValueError("dynamic_sampling.max_rounds must be >= 0")
+
+
+@dataclass(frozen=True)
 class AgentRLParams:
     """Params shared by ``train_agent`` and ``distill_agent`` (one field per params.yaml key)."""
 
@@ -67,6 +82,7 @@ class AgentRLParams:
     keep_checkpoints: bool = False
     scenario_seed: int = 0  # seed of the first scenario (consecutive seeds after it)
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
+    dynamic_sampling: DynamicSamplingParams = field(default_factory=DynamicSamplingParams)
     seed: int = 13
     profile: str = "default"
 
@@ -93,33 +109,67 @@ class AgentRLParams:
         check_envs(self.envs, "train", self.env_kwargs)
 
 
-def scenario_specs(p: AgentRLParams) -> list[ScenarioSpec]:
-    """``steps × scenarios_per_step`` scenarios, envs in turn, seeds from ``scenario_seed`` on.
+def scenario_specs(p: AgentRLParams, count: int | None = None) -> list[ScenarioSpec]:
+    """The first ``count`` (default ``steps × scenarios_per_step``) scenarios of
+    :class:`ScenarioStream` ``(p)``: envs in turn, seeds from ``scenario_seed`` on.
+
+    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
+    """
+    stream = ScenarioStream(p)
+    n = p.steps * p.scenarios_per_step if count is None else count
+    return [stream.spec(i) for i in range(n)]
+
+
+class ScenarioStream:
+    """Training scenarios by position: scenario ``i`` is env ``envs[i % len(envs)]`` with seed
+    ``scenario_seed + i``.
 
     Procedural envs get the seed alone; envs with a fixed task list also get
     ``options={"index": k}``, ``k`` drawn with that seed from the training part of the list
     (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
     ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
 
-    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
+    The first ``steps × scenarios_per_step`` positions are the dataset of the run; dynamic
+    sampling draws its replacements with :meth:`fresh` from the positions after them, so a run
+    that resamples still plays only training scenarios, and ``drawn`` (recorded in the stage's
+    ``meta.json`` as ``scenarios_drawn``) says how far the stream went.
     """
-    import numpy as np
 
-    from mimesis.envs import make
-    from mimesis.envs.registry import task_indices
+    def __init__(self, p: AgentRLParams) -> None:
+        from mimesis.envs import make
 
-    tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
-    counts = {env: None if t is None else len(t) for env, t in tasks.items()}
-    specs = []
-    for i in range(p.steps * p.scenarios_per_step):
+        self.p = p
+        tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
+        self.counts = {env: None if t is None else len(t) for env, t in tasks.items()}
+        self.drawn = p.steps * p.scenarios_per_step
+
+    def spec(self, i: int) -> ScenarioSpec:
+        """Scenario ``i`` of the stream."""
+        import numpy as np
+
+        from mimesis.envs.registry import task_indices
+
+        p = self.p
         env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
         options = {}
-        if counts[env] is not None:
-            allowed = task_indices(counts[env], "train")
+        if self.counts[env] is not None:
+            allowed = task_indices(self.counts[env], "train")
             options = {"index": allowed[int(np.random.default_rng(seed).integers(len(allowed)))]}
-        specs.append(ScenarioSpec(env=env, seed=seed, options=options,
-                                  env_kwargs=p.env_kwargs.get(env, {})))
-    return specs
+        return ScenarioSpec(env=env, seed=seed, options=options,
+                            env_kwargs=p.env_kwargs.get(env, {}))
+
+    def fresh(self, env: str) -> ScenarioSpec:
+        """The next undrawn scenario of ``env`` (dynamic sampling's replacement).
+
+        Raises:
+            ValueError: ``env`` is not one of the run's envs.
+        """
+        if env not in self.p.envs:
+            raise ValueError(f"{env} is not a training env of this run ({self.p.envs})")
+        while self.p.envs[self.drawn % len(self.p.envs)] != env:
+            self.drawn += 1
+        self.drawn += 1
+        return self.spec(self.drawn - 1)
 
 
 def rollout_params(p: AgentRLParams) -> RolloutParams:
@@ -232,22 +282,40 @@ def grpo_config(p: AgentRLParams, ckpt_dir: Path, max_completion_length: int):
 
 
 def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenUser,
-                  ckpt_dir: Path, callbacks: list, peft_config=None, **kwargs: Any):
-    """A :class:`~mimesis.rl.grpo.TurnCreditGRPOTrainer` (or subclass) over the scenarios of ``p``
-    with ``user`` as the simulator; ``kwargs`` go to the trainer class."""
+                  ckpt_dir: Path, callbacks: list, peft_config=None, simulator=None,
+                  **kwargs: Any):
+    """A :class:`~mimesis.rl.grpo.TurnCreditGRPOTrainer` (or subclass) over the scenarios of ``p``.
+
+    Args:
+        user: The frozen simulator: the user of the rollouts unless ``simulator`` is given, and
+            always watched by :class:`FrozenGuard`.
+        simulator: The training user (:func:`mimesis.rl.training_user.training_simulator`:
+            the frozen simulator, the prompted base model or an OpenAI-compatible endpoint);
+            default ``user.simulator``.
+        kwargs: Go to the trainer class.
+
+    The trainer gets ``scenario_stream`` (a :class:`ScenarioStream`), whose ``drawn`` counts
+    the scenarios played including dynamic sampling's replacements.
+    """
     from mimesis.rl.trl_rollout import env_reward, scenario_dataset
 
     rollout = rollout_params(p)
-    func = make_episode_rollout_func(user.simulator, rollout, progress=True)
+    stream = ScenarioStream(p)
+    ds = p.dynamic_sampling
+    func = make_episode_rollout_func(simulator or user.simulator, rollout, progress=True,
+                                     fresh=stream.fresh if ds.enabled else None,
+                                     max_rounds=ds.max_rounds if ds.enabled else 0)
     model.train()
     with warnings.catch_warnings():  # known: TRL marks rollout_func experimental
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
-        return trainer_cls(model=model, reward_funcs=[env_reward],
-                           args=grpo_config(p, ckpt_dir, rollout.max_completion_tokens),
-                           train_dataset=scenario_dataset(scenario_specs(p)),
-                           processing_class=tokenizer, peft_config=peft_config,
-                           rollout_func=func, callbacks=[FrozenGuard(user), *callbacks],
-                           gamma=p.gamma, **kwargs)
+        trainer = trainer_cls(model=model, reward_funcs=[env_reward],
+                              args=grpo_config(p, ckpt_dir, rollout.max_completion_tokens),
+                              train_dataset=scenario_dataset(scenario_specs(p)),
+                              processing_class=tokenizer, peft_config=peft_config,
+                              rollout_func=func, callbacks=[FrozenGuard(user), *callbacks],
+                              gamma=p.gamma, **kwargs)
+    trainer.scenario_stream = stream
+    return trainer
 
 
 def train(trainer, resume: str | None) -> dict[str, Any]:
@@ -255,11 +323,35 @@ def train(trainer, resume: str | None) -> dict[str, Any]:
     saved in its checkpoint."""
     if resume and (Path(resume) / HISTORY).exists():
         trainer.history = json.loads((Path(resume) / HISTORY).read_text())
+        stream = getattr(trainer, "scenario_stream", None)
+        drawn = [row["scenarios_drawn"] for row in trainer.history if "scenarios_drawn" in row]
+        if stream is not None and drawn:  # replacements continue where the run stopped
+            stream.drawn = int(drawn[-1])
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
+    stream = getattr(trainer, "scenario_stream", None)
     return {"train_seconds": round(time.perf_counter() - started, 1),
             "train_loss": result.training_loss, "steps": trainer.state.global_step,
-            "resumed_from": Path(resume).name if resume else None}
+            "resumed_from": Path(resume).name if resume else None,
+            "scenarios_drawn": stream.drawn if stream is not None else None,
+            **signal_summary(trainer.history)}
+
+
+def signal_summary(history: list[dict[str, float]]) -> dict[str, float]:
+    """Over the run: the share of groups with reward variance before dynamic sampling (raw) and
+    in the trained batches (kept), and the share of agent turns in the tagged action format."""
+    played = sum(row.get("groups/played", 0) for row in history)
+    first = sum(row.get("groups/first_round", 0) for row in history)
+    out: dict[str, float] = {}
+    if first:
+        out["raw_signal_frac"] = sum(row.get("groups/raw_signal", 0) for row in history) / first
+        out["kept_signal_frac"] = (sum(row.get("groups/kept_signal", 0) for row in history)
+                                   / first)
+        out["groups_played"] = played
+    turns = [row["format_compliance"] for row in history if "format_compliance" in row]
+    if turns:
+        out["format_compliance"] = sum(turns) / len(turns)
+    return out
 
 
 def reward_summary(history: list[dict[str, float]]) -> dict[str, float]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,8 @@ import torch
 from trl import GRPOTrainer
 
 from mimesis.io import write_json
-from mimesis.rl.records import RolloutParams
+from mimesis.envs.actions import is_valid_action
+from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.rl.rollout import RolloutEngine
 from mimesis.rl.sampling import SamplingParams, TokenSampler
 from mimesis.rl.trl_rollout import RolloutFunc, group_jobs, to_trl
@@ -125,14 +126,73 @@ def turn_advantages(rewards: Sequence[float], group_ids: Sequence[int],
     return out
 
 
+def is_flat(rewards: Sequence[float], tol: float = 1e-9) -> bool:
+    """True when a group's rewards are all equal (every advantage of the group is 0).
+
+    >>> is_flat([0.0, 0.0]), is_flat([1.0, 0.0]), is_flat([0.5, 0.5 + 1e-12])
+    (True, False, True)
+    """
+    return max(rewards) - min(rewards) <= tol
+
+
+def refill_flat_groups(play: Callable[[list], list[Episode]], episodes: Sequence[Episode],
+                       fresh: Callable[[str], ScenarioSpec] | None, max_rounds: int,
+                       group_size: int) -> tuple[list[Episode], dict[str, int]]:
+    """Dynamic sampling: replace groups with equal rewards by groups on fresh scenarios.
+
+    Each round plays, in one batched call, a fresh scenario of the same env for every group
+    that is still flat, and a replayed group replaces the flat one only if its rewards differ;
+    after ``max_rounds`` rounds the groups that are still flat stay (advantage 0).
+
+    Args:
+        play: Plays ``(spec, group_id)`` jobs (e.g. :meth:`RolloutEngine.play`).
+        episodes: The step's first-round episodes, ``group_size`` per group.
+        fresh: ``env -> ScenarioSpec``: the next undrawn training scenario of that env; ``None``
+            disables resampling.
+
+    Returns:
+        ``(episodes, stats)``: the kept episodes, grouped (group ``g`` in positions
+        ``g·G … g·G + G − 1``) with ``index`` = position; ``stats``: ``first_round`` (groups),
+        ``raw_signal`` (groups with variance before resampling), ``kept_signal`` (after),
+        ``replayed`` (groups played again), ``rounds``, ``played`` (groups played in all).
+    """
+    groups: dict[int, list[Episode]] = {}
+    for e in episodes:
+        groups.setdefault(e.group_id, []).append(e)
+    todo = [g for g, eps in groups.items() if is_flat([e.reward for e in eps])]
+    stats = {"first_round": len(groups), "raw_signal": len(groups) - len(todo), "replayed": 0,
+             "rounds": 0}
+    while todo and fresh is not None and stats["rounds"] < max_rounds:
+        specs = {g: fresh(groups[g][0].env) for g in todo}
+        replayed: dict[int, list[Episode]] = {}
+        for e in play([(specs[g], g) for g in todo for _ in range(group_size)]):
+            replayed.setdefault(e.group_id, []).append(e)
+        for g, eps in replayed.items():
+            if not is_flat([e.reward for e in eps]):
+                groups[g] = eps
+        stats["replayed"] += len(todo)
+        stats["rounds"] += 1
+        todo = [g for g in todo if is_flat([e.reward for e in groups[g]])]
+    stats["kept_signal"] = len(groups) - len(todo)
+    stats["played"] = stats["first_round"] + stats["replayed"]
+    ordered = [e for g in sorted(groups) for e in groups[g]]
+    return [e.model_copy(update={"index": i}) for i, e in enumerate(ordered)], stats
+
+
 def make_episode_rollout_func(simulator: UserSimulator, params: RolloutParams,
-                              cache_entries: int = 64, progress: bool = False) -> RolloutFunc:
+                              cache_entries: int = 64, progress: bool = False,
+                              fresh: Callable[[str], ScenarioSpec] | None = None,
+                              max_rounds: int = 0) -> RolloutFunc:
     """TRL ``rollout_func`` (as :func:`mimesis.rl.trl_rollout.make_rollout_func`) that also returns
     each :class:`~mimesis.rl.records.Episode` under the extra key ``episode``.
 
     The trainers here need more than token lists: per-env rewards for the curves, and, for CSD,
     the turns with the simulator's private reasoning. The episode travels as an extra field, so
     TRL puts it on each input row next to ``env_reward`` and ``turn_ids``.
+
+    With ``fresh`` (and ``max_rounds`` > 0) flat groups are resampled in training
+    (:func:`refill_flat_groups`); the call's group statistics are left on
+    ``trainer.rollout_stats`` for :meth:`TurnCreditGRPOTrainer._record`.
     """
 
     def rollout_func(prompts: list[str], trainer) -> dict[str, list]:
@@ -147,8 +207,12 @@ def make_episode_rollout_func(simulator: UserSimulator, params: RolloutParams,
         model.eval()
         try:
             episodes = engine.play(group_jobs(prompts, group_size), desc="rollout")
+            episodes, stats = refill_flat_groups(
+                lambda jobs: engine.play(jobs, desc="resample"), episodes,
+                fresh if training else None, max_rounds, group_size)
         finally:
             model.train(training)
+        trainer.rollout_stats = stats
         return {**to_trl(episodes), "episode": episodes}
 
     return rollout_func
@@ -193,20 +257,46 @@ class TurnCreditGRPOTrainer(GRPOTrainer):
         return output
 
     def _record(self, inputs: list[dict[str, Any]]) -> None:
-        """Per-environment reward means and termination shares of this generation batch; logged
-        to the active MLflow run as ``reward/<env>`` at the optimizer step they train."""
+        """This generation batch's statistics, logged to the active MLflow run at the optimizer
+        step they train: ``reward/<env>`` and ``reward`` means, ``termination/<reason>`` shares,
+        ``format_compliance`` (share of agent turns in the tagged action format,
+        :func:`~mimesis.envs.actions.is_valid_action`), ``format_compliance/<env>``,
+        ``mean_turns``, ``truncated`` (share of episodes ended by a limit) and dynamic
+        sampling's ``groups/*`` counts with ``groups/raw_signal_frac`` (groups with reward
+        variance before resampling) and ``groups/kept_signal_frac``."""
         step = self.state.global_step + 1
         by_env: dict[str, list[float]] = defaultdict(list)
+        valid: dict[str, list[bool]] = defaultdict(list)
         ends: dict[str, int] = defaultdict(int)
+        turns, truncated = [], 0
         for x in inputs:
             env = x["scenario_id"].split(":", 1)[0]
             by_env[env].append(float(x["env_reward"]))
             ends[x["termination"]] += 1
+            truncated += bool(x.get("truncated"))
             if "episode" in x:
                 self.episodes.append((step, x["episode"]))
+                valid[env] += [is_valid_action(t.agent_text) for t in x["episode"].turns]
+                turns.append(len(x["episode"].turns))
         row: dict[str, float] = {f"reward/{env}": sum(v) / len(v) for env, v in by_env.items()}
         row["reward"] = sum(float(x["env_reward"]) for x in inputs) / len(inputs)
         row.update({f"termination/{k}": v / len(inputs) for k, v in ends.items()})
+        row["truncated"] = truncated / len(inputs)
+        if turns:
+            row["mean_turns"] = sum(turns) / len(turns)
+            every = [v for vs in valid.values() for v in vs]
+            row["format_compliance"] = sum(every) / max(len(every), 1)
+            row.update({f"format_compliance/{env}": sum(v) / max(len(v), 1)
+                        for env, v in valid.items()})
+        stats = getattr(self, "rollout_stats", None)
+        if stats:
+            row.update({f"groups/{k}": float(v) for k, v in stats.items()})
+            row["groups/raw_signal_frac"] = stats["raw_signal"] / max(stats["first_round"], 1)
+            row["groups/kept_signal_frac"] = stats["kept_signal"] / max(stats["first_round"], 1)
+            self.rollout_stats = None
+        stream = getattr(self, "scenario_stream", None)
+        if stream is not None:
+            row["scenarios_drawn"] = float(stream.drawn)
         self.history.append({"step": step, **row})
         log_to_mlflow(row, step)
 
