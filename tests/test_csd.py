@@ -209,7 +209,7 @@ def test_openai_coach_needs_a_key_and_never_calls_out_when_built(monkeypatch):
 
 def test_teacher_of_a_noted_turn_sees_only_that_turns_note(tokenizer, monkeypatch):
     """The teacher of turn k is conditioned on h_k alone, never on earlier notes h_1..h_{k-1}."""
-    import mimesis.rl.csd as csd
+    from mimesis.rl import csd
 
     ep = _episode(tokenizer)
     notes = {1: "Ask about the budget first.", 3: "Confirm the dates now."}

@@ -1,5 +1,6 @@
-"""train_agent / distill_agent stages on a tiny model: a GRPO step moves the adapter and logs
-rewards to MLflow, resume, the frozen simulator's guards, distill_agent from the checkpoint."""
+"""train_agent / distill_agent stages on a tiny model: GRPO arms (frozen and prompted users) move
+their adapters and log rewards to MLflow, resume, the frozen simulator's guards, distill_agent
+from a start adapter and its refusal of a changed one."""
 
 from __future__ import annotations
 
@@ -59,45 +60,68 @@ def test_grpo_steps_move_the_adapter_and_log_rewards(trained):
     from mimesis.models.base import load_base
     from mimesis.rl.agent_training import adapter_sha256
 
-    out = trained / "train_agent"
-    meta = json.loads((out / "meta.json").read_text())
-    assert meta["steps"] == 2 and meta["episodes"] == 16 and meta["finetune"] == "lora"
-    assert meta["weights"] == adapter_sha256(out / "model")
-    # LoRA B starts at zero: any non-zero B is the optimizer's doing
-    from peft import PeftModel
+    stage = json.loads((trained / "train_agent" / "meta.json").read_text())
+    assert set(stage["arms"]) == {"grpo", "grpo-prompted"}
+    assert stage["arms"]["grpo-prompted"] == {"kind": "prompted", "model": "tiny-llama",
+                                              "prompt_style": "prompted_user"}
+    for arm in ("grpo", "grpo-prompted"):
+        out = trained / "train_agent" / arm
+        meta = json.loads((out / "meta.json").read_text())
+        assert meta["arm"] == arm and meta["start"] == "base"
+        assert meta["steps"] == 2 and meta["episodes"] == 16 and meta["finetune"] == "lora"
+        assert meta["weights"] == adapter_sha256(out / "model")
+        assert 0.0 <= meta["raw_signal_frac"] <= meta["kept_signal_frac"] <= 1.0
+        assert meta["scenarios_drawn"] >= 2 * 2
+        # LoRA B starts at zero: any non-zero B is the optimizer's doing
+        from peft import PeftModel
 
-    model = PeftModel.from_pretrained(load_base("tiny-llama")[0], str(out / "model"))
-    moved = [n for n, p in model.named_parameters() if "lora_B" in n and p.abs().sum() > 0]
-    assert moved
-    rewards = json.loads((out / "train_log.json").read_text())["rewards"]
-    assert [r["step"] for r in rewards] == [1, 2]
-    assert all("reward/ParityGym" in r for r in rewards)
-    assert len((out / "episodes.jsonl").read_text().splitlines()) == 16
-    # MLflow: reward per env per step, and the reward plot
-    from mlflow import MlflowClient
+        model = PeftModel.from_pretrained(load_base("tiny-llama")[0], str(out / "model"))
+        moved = [n for n, p in model.named_parameters() if "lora_B" in n and p.abs().sum() > 0]
+        assert moved
+        rewards = json.loads((out / "train_log.json").read_text())["rewards"]
+        assert [r["step"] for r in rewards] == [1, 2]
+        assert all("reward/ParityGym" in r and "format_compliance" in r for r in rewards)
+        assert len((out / "episodes.jsonl").read_text().splitlines()) == 16
+        # MLflow: one child run per arm with the reward per env per step, and the reward plot
+        from mlflow import MlflowClient
 
-    (run,) = _runs(trained, "train_agent")
-    history = MlflowClient().get_metric_history(run.info.run_id, "reward/ParityGym")
-    assert sorted(m.step for m in history) == [1, 2]
-    assert [r["reward/ParityGym"] for r in rewards] == [m.value for m in
-                                                       sorted(history, key=lambda m: m.step)]
-    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
-    assert {"rewards.png", "episodes.jsonl"} <= artifacts
-    # the simulator never moved
-    assert meta["simulator"]["weights_fingerprint"]
+        (run,) = _runs(trained, f"train_agent/{arm}")
+        history = MlflowClient().get_metric_history(run.info.run_id, "reward/ParityGym")
+        assert sorted(m.step for m in history) == [1, 2]
+        assert [r["reward/ParityGym"] for r in rewards] == [m.value for m in
+                                                           sorted(history, key=lambda m: m.step)]
+        artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id)}
+        assert {"rewards.png", "episodes.jsonl"} <= artifacts
+        assert meta["simulator"]["weights_fingerprint"]
+    # the prompted arm met other user replies than the frozen arm (another user model)
+    replies = {arm: [json.loads(x)["turns"][0]["obs"] for x in
+                     (trained / "train_agent" / arm / "episodes.jsonl").read_text().splitlines()]
+               for arm in ("grpo", "grpo-prompted")}
+    assert replies["grpo"] != replies["grpo-prompted"]
 
 
 @pytest.mark.slow
 def test_rerun_resumes_from_the_last_checkpoint(trained):
     from mimesis.stages.train_agent import run
 
-    out = trained / "train_agent"
+    out = trained / "train_agent" / "grpo"
     before = json.loads((out / "train_log.json").read_text())["rewards"]
-    run(trained / "freeze_user", out, _train_params())
+    run(trained / "freeze_user", trained / "train_agent", _train_params())
     meta = json.loads((out / "meta.json").read_text())
     assert meta["resumed_from"] == "checkpoint-2" and meta["steps"] == 2
     # the reward history came back with the checkpoint: no step was re-trained
     assert json.loads((out / "train_log.json").read_text())["rewards"] == before
+
+
+def test_arms_are_checked_when_params_are_built():
+    from mimesis.params import ParamsError
+
+    with pytest.raises(ParamsError, match="user 'assistant'"):
+        build(TrainAgentParams, {"arms": [{"name": "x", "user": "assistant"}]}, "train_agent")
+    with pytest.raises(ParamsError, match="unique"):
+        build(TrainAgentParams, {"arms": [{"name": "a"}, {"name": "a"}]}, "train_agent")
+    with pytest.raises(ParamsError, match="needs a model"):
+        build(TrainAgentParams, {"arms": [{"name": "a", "user": "openai"}]}, "train_agent")
 
 
 @pytest.mark.slow
@@ -135,16 +159,18 @@ def test_frozen_guard_refuses_simulator_in_optimizer_or_changed():
 
 
 @pytest.mark.slow
-def test_distill_agent_continues_the_train_agent_adapter(trained, monkeypatch):
+def test_distill_agent_starts_from_the_given_adapter(trained, monkeypatch):
     from mimesis.stages.distill_agent import run
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{trained / 'mlflow.db'}")
-    params = data.small_params(DistillAgentParams, steps=1, scenario_seed=100)
-    out = run(trained / "freeze_user", trained / "train_agent", trained / "distill", params)
+    start = trained / "train_agent" / "grpo"  # any agent stage output can be the start
+    params = data.small_params(DistillAgentParams, steps=1)
+    out = run(trained / "freeze_user", start, trained / "distill", params)
     meta = json.loads((out / "meta.json").read_text())
-    agent_meta = json.loads((trained / "train_agent" / "meta.json").read_text())
-    assert meta["train_agent_mlflow_run_id"] == agent_meta["mlflow_run_id"]
-    assert meta["weights"] != agent_meta["weights"]  # the adapter moved on
+    start_meta = json.loads((start / "meta.json").read_text())
+    assert meta["start"] == "train_agent" and meta["arm"] == "csd"
+    assert meta["start_mlflow_run_id"] == start_meta["mlflow_run_id"]
+    assert meta["weights"] != start_meta["weights"]  # the adapter moved on
     notes = [json.loads(x) for x in (out / "notes.jsonl").read_text().splitlines()]
     assert sum(meta["notes"].values()) == len(notes)
     (run_,) = _runs(trained, "distill_agent")
@@ -152,14 +178,15 @@ def test_distill_agent_continues_the_train_agent_adapter(trained, monkeypatch):
 
 
 @pytest.mark.slow
-def test_distill_refuses_a_changed_train_agent_adapter(trained, tmp_path):
+def test_distill_refuses_a_changed_start_adapter(trained, tmp_path):
     import shutil
 
     from mimesis.stages.distill_agent import run
     from mimesis.train.merge import StaleTrainingError
 
-    copy = tmp_path / "train_agent"
-    shutil.copytree(trained / "train_agent", copy, ignore=shutil.ignore_patterns("checkpoints"))
+    copy = tmp_path / "sft_agent"
+    shutil.copytree(trained / "train_agent" / "grpo", copy,
+                    ignore=shutil.ignore_patterns("checkpoints"))
     meta = json.loads((copy / "meta.json").read_text())
     meta["weights"] = {k: "0" * 64 for k in meta["weights"]}
     (copy / "meta.json").write_text(json.dumps(meta))
@@ -175,7 +202,12 @@ def test_params_yaml_sections_build(profile):
     assert train.gamma == 0.8 and (train.clip_low, train.clip_high) == (0.2, 0.28)
     assert train.kl_beta == 0.0 and train.lora.dropout == 0.0
     assert (distill.csd.alpha, distill.csd.beta) == (0.01, 5.0)
-    assert distill.scenario_seed != train.scenario_seed  # distillation plays other tasks
+    # the csd arm runs in parallel with grpo: same scenarios, seeds and budget (paired arms)
+    same = ("steps", "scenarios_per_step", "group_size", "max_turns", "max_new_tokens",
+            "max_completion_tokens", "learning_rate", "scenario_seed", "seed", "envs",
+            "dynamic_sampling", "user", "temperature", "micro_batch")
+    assert {k: getattr(distill, k) for k in same} == {k: getattr(train, k) for k in same}
+    assert [a["name"] for a in train.arms] == ["grpo", "grpo-prompted"]
     if profile == "smoke":
         assert train.base_model == "tiny-llama"
     assert replace(train, steps=1).steps == 1

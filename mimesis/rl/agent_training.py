@@ -365,6 +365,51 @@ def reward_summary(history: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
+def load_start_policy(stage_dir: Path | None, user: FrozenUser, p):
+    """The trainable policy an RL stage starts from.
+
+    Args:
+        stage_dir: An agent stage output (``model/`` LoRA adapter + ``meta.json``, e.g.
+            ``data/sft_agent``): its adapter on its base model, trainable. ``None``: the base
+            model ``p.base_model`` with a fresh adapter (``p.lora``, built by TRL).
+        user: The frozen simulator; the start adapter must have been made against it.
+        p: The stage's params (``dtype``; ``base_model`` and ``lora`` without a start).
+
+    Returns:
+        ``(model, tokenizer, start)``; ``start`` has ``name`` (the stage it came from, or
+        ``base``), ``base_model`` and ``peft_config`` (for the trainer; ``None`` when the
+        model already carries the adapter).
+
+    Raises:
+        mimesis.train.merge.StaleTrainingError: the adapter files differ from ``meta.json``,
+            it was made against another simulator, or its base resolves to another folder.
+    """
+    from mimesis.models.base import base_dir, load_base
+    from mimesis.train.merge import StaleTrainingError
+
+    if stage_dir is None:
+        model, tokenizer = load_base(p.base_model, dtype=p.dtype)
+        return model, tokenizer, {"name": "base", "base_model": p.base_model,
+                                  "peft_config": lora_config(p.lora)}
+    from peft import PeftModel
+
+    meta = json.loads((Path(stage_dir) / "meta.json").read_text())
+    model_dir = Path(stage_dir) / "model"
+    if adapter_sha256(model_dir) != meta.get("weights"):
+        raise StaleTrainingError(f"{model_dir} does not match {Path(stage_dir) / 'meta.json'}")
+    recorded = (meta.get("simulator") or {}).get("weights_fingerprint")
+    if recorded != user.fingerprint:
+        raise StaleTrainingError(f"{stage_dir} was made against another simulator: re-run it")
+    found = base_dir(meta["base_model"]).name
+    if found != meta.get("base_model_dir"):
+        raise StaleTrainingError(f"base model {meta['base_model']!r} resolves to {found}, "
+                                 f"{stage_dir} used {meta.get('base_model_dir')}")
+    base, tokenizer = load_base(meta["base_model"], dtype=p.dtype)
+    model = PeftModel.from_pretrained(base, str(model_dir), is_trainable=True)
+    return model, tokenizer, {"name": meta.get("stage", Path(stage_dir).name),
+                              "base_model": meta["base_model"], "peft_config": None}
+
+
 def lora_config(lora):
     """peft ``LoraConfig`` from :class:`~mimesis.stages.train_user.LoraParams`."""
     from peft import LoraConfig

@@ -41,8 +41,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from mimesis.io import write_json
 from mimesis.envs.actions import is_valid_action
+from mimesis.io import write_json
 from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.rl.rollout import RolloutEngine
 from mimesis.rl.sampling import SamplingParams, TokenSampler

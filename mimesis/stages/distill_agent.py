@@ -1,9 +1,12 @@
-"""Stage ``distill_agent``: coached self-distillation (CSD) of the GRPO-trained agent.
+"""Stage ``distill_agent``: the ``csd`` arm — GRPO + coached self-distillation (CSD).
 
-Reads ``<train_agent_dir>/model`` (LoRA adapter; its files' sha256 are checked against
-``meta.json``) and ``<freeze_user_dir>/simulator`` (hash-verified, and it must be the simulator
-train_agent trained against). Continues training the same adapter with
-``L = L_GRPO + α·L_CSD`` (:mod:`mimesis.rl.csd`): a coach — by default the frozen simulator,
+Reads ``<sft_agent_dir>/model`` (the SFT warm-up adapter, the start of every agent arm; its
+files' sha256 are checked against ``meta.json``) and ``<freeze_user_dir>/simulator``
+(hash-verified, and it must be the simulator the SFT traces were played with). Trains the SFT
+adapter with ``L = L_GRPO + α·L_CSD`` (:mod:`mimesis.rl.csd`) against the frozen simulator, in
+parallel with train_agent's ``grpo`` arm, not after it: the same start, scenarios, seeds and step
+budget (params.yaml keeps these keys equal to train_agent's, and ``evaluate`` refuses arms
+whose budgets differ), so ``csd − grpo`` measures the CSD term alone. A coach — by default the frozen simulator,
 prompted; optionally any OpenAI-compatible endpoint — writes a note on what the user needs next
 for each coached turn; the note must pass the leakage filter (:func:`mimesis.rl.coach.find_leaks`).
 Ablations by params: ``csd.alpha: 0`` (GRPO only, diagnostics kept), ``csd.note: placebo``.
@@ -15,7 +18,7 @@ leak with reasons); ``checkpoints/`` while training (resumable, as train_agent).
 ``csd/delta_gap``, ``notes/<status>`` per step, ``rewards.png``, the coach prompts.
 
 Run: ``python -m mimesis.stages.distill_agent --freeze-user data/freeze_user
---train-agent data/train_agent --out data/distill_agent``
+--sft-agent data/sft_agent --out data/distill_agent``
 """
 
 from __future__ import annotations
@@ -29,8 +32,13 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_jsonl
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams  # noqa: F401 (build)
+from mimesis.rl.agent_training import (  # noqa: F401 (build resolves field types here)
+    AgentRLParams,
+    DynamicSamplingParams,
+    UserSamplingParams,
+)
 from mimesis.rl.coach import CoachParams
+from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "distill_agent"
@@ -57,19 +65,26 @@ class DistillAgentParams(AgentRLParams):
     """Parameters of ``distill_agent`` (params.yaml section ``distill_agent``); the RL fields are
     documented on :class:`~mimesis.rl.agent_training.AgentRLParams`."""
 
+    base_model: str = "smollm2-135m"  # without an SFT start: smollm2-135m | tiny-llama | folder
+    lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # no SFT start
     csd: CSDParams = field(default_factory=CSDParams)
     coach: CoachParams = field(default_factory=CoachParams)
 
 
-def run(freeze_user_dir: Path, train_agent_dir: Path, out_dir: Path,
+def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
         params: DistillAgentParams) -> Path:
-    """Continue the train_agent policy with GRPO + CSD; write it to ``out_dir``.
+    """Train the SFT policy with GRPO + CSD; write it to ``out_dir``.
+
+    Args:
+        sft_agent_dir: The ``sft_agent`` output to start from (``None``: the base model
+            ``params.base_model`` with a fresh LoRA adapter).
 
     Raises:
         mimesis.simulator.frozen.FrozenSimulatorError: tampered or touched simulator.
-        mimesis.train.merge.StaleTrainingError: train_agent's output, base model or simulator
+        mimesis.train.merge.StaleTrainingError: sft_agent's output, base model or simulator
             differ from what its ``meta.json`` records.
     """
+    from mimesis.models.base import base_dir
     from mimesis.rl import agent_report as report
     from mimesis.rl import agent_training as rl
     from mimesis.rl.coach import make_coach
@@ -78,21 +93,24 @@ def run(freeze_user_dir: Path, train_agent_dir: Path, out_dir: Path,
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
-    agent_meta = json.loads((train_agent_dir / "meta.json").read_text())
-    inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json"),
-              "train_agent/meta.json": sha256_file(train_agent_dir / "meta.json")}
+    inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
+    start_meta: dict = {}
+    if sft_agent_dir is not None:
+        inputs["sft_agent/meta.json"] = sha256_file(sft_agent_dir / "meta.json")
+        start_meta = json.loads((sft_agent_dir / "meta.json").read_text())
     report.clear_outputs(out_dir, _OUTPUTS)
     with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
         user = rl.load_user(freeze_user_dir, params)  # hash check first
-        model, tokenizer = _load_policy(train_agent_dir, agent_meta, user, params.dtype)
+        model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
         decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
-        resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(decisive, inputs, ""))
+        resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(
+            decisive, inputs, base_dir(start["base_model"]).name))
         sim_name = f"{user.meta.get('base_model', '?')}:{user.fingerprint[:12]}"
         coach = make_coach(params.coach, user.model, user.tokenizer, sim_name, params.seed)
         trainer = rl.build_trainer(
             CSDTrainer, model, tokenizer, params, user, out_dir / "checkpoints",
-            [MlflowMetricsCallback()], coach=coach, alpha=params.csd.alpha, beta=params.csd.beta,
-            note_kind=params.csd.note, placebo=load_prompt("coach_placebo"),
+            [MlflowMetricsCallback()], peft_config=start["peft_config"], coach=coach,
+            alpha=params.csd.alpha, beta=params.csd.beta, note_kind=params.csd.note, placebo=load_prompt("coach_placebo"),
             score_batch_size=params.csd.score_batch_size)
         summary = rl.train(trainer, resume)
         trainer.save_model(str(out_dir / "model"))
@@ -100,10 +118,12 @@ def run(freeze_user_dir: Path, train_agent_dir: Path, out_dir: Path,
         meta = {
             "stage": STAGE, "params": dataclasses.asdict(params), "git_commit": git_commit(),
             "inputs": inputs, "mlflow_run_id": mlflow_run.info.run_id,
-            "train_agent_mlflow_run_id": agent_meta.get("mlflow_run_id"),
-            "base_model": agent_meta["base_model"], "base_model_dir": agent_meta["base_model_dir"],
+            "arm": "csd", "start": start["name"],
+            "start_mlflow_run_id": start_meta.get("mlflow_run_id"),
+            "base_model": start["base_model"], "base_model_dir": base_dir(start["base_model"]).name,
             "finetune": "lora", "weights": rl.adapter_sha256(out_dir / "model"),
-            "simulator": agent_meta["simulator"], "coach": coach.name,
+            "simulator": {"mlflow_run_id": user.meta.get("mlflow_run_id"),
+                          "weights_fingerprint": user.fingerprint}, "coach": coach.name,
             "notes": {s: sum(n.status == s for n in trainer.notes)
                       for s in ("kept", "none", "empty", "leak")},
             "episodes": len(trainer.episodes), "rewards": rl.reward_summary(trainer.history),
@@ -115,27 +135,6 @@ def run(freeze_user_dir: Path, train_agent_dir: Path, out_dir: Path,
     report.print_summary(STAGE, out_dir, meta)
     print(f"  notes: {meta['notes']} (coach {coach.name})")
     return out_dir
-
-
-def _load_policy(train_agent_dir: Path, agent_meta: dict, user, dtype: str):
-    """The train_agent adapter on its base model, trainable; checks it is the recorded one."""
-    from peft import PeftModel
-
-    from mimesis.models.base import base_dir, load_base
-    from mimesis.rl.agent_training import adapter_sha256
-    from mimesis.train.merge import StaleTrainingError
-
-    model_dir = train_agent_dir / "model"
-    if adapter_sha256(model_dir) != agent_meta.get("weights"):
-        raise StaleTrainingError(f"{model_dir} does not match {train_agent_dir / 'meta.json'}")
-    if agent_meta["simulator"]["weights_fingerprint"] != user.fingerprint:
-        raise StaleTrainingError("train_agent was trained against another simulator: re-run it")
-    found = base_dir(agent_meta["base_model"]).name
-    if found != agent_meta["base_model_dir"]:
-        raise StaleTrainingError(f"base model {agent_meta['base_model']!r} resolves to {found}, "
-                                 f"train_agent used {agent_meta['base_model_dir']}")
-    base, tokenizer = load_base(agent_meta["base_model"], dtype=dtype)
-    return PeftModel.from_pretrained(base, str(model_dir), is_trainable=True), tokenizer
 
 
 def _log_coach(out_dir: Path) -> None:
@@ -162,13 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
                         help="freeze_user stage output folder")
-    parser.add_argument("--train-agent", default="data/train_agent",
-                        help="train_agent stage output folder")
+    parser.add_argument("--sft-agent", default="data/sft_agent",
+                        help="sft_agent stage output folder (the adapter CSD starts from)")
     parser.add_argument("--out", default="data/distill_agent", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     params = load_params(Path(args.params))
-    run(Path(args.freeze_user), Path(args.train_agent), Path(args.out), params)
+    run(Path(args.freeze_user), Path(args.sft_agent), Path(args.out), params)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,31 @@
-"""Stage ``train_agent``: multi-turn GRPO of the agent against the frozen user simulator.
+"""Stage ``train_agent``: multi-turn GRPO of the agent arms, each against its training user.
 
-Reads ``<freeze_user_dir>/simulator`` (every file's sha256 checked against its ``meta.json``
-before anything loads; a tampered folder refuses training). The simulator only plays the user:
-its weights are out of autograd and out of the optimizer, and their fingerprint is checked
-again after training (:class:`mimesis.rl.agent_training.FrozenGuard`).
+Reads ``<sft_agent_dir>/model`` (the supervised warm-up adapter every arm starts from; its
+files' sha256 are checked against its ``meta.json``) and ``<freeze_user_dir>/simulator`` (every
+file's sha256 checked against its ``meta.json`` before anything loads; a tampered folder refuses
+training). The frozen simulator only plays the user: its weights are out of autograd and out of
+the optimizer, and their fingerprint is checked again after training
+(:class:`mimesis.rl.agent_training.FrozenGuard`).
 
-Recipe: TRL's ``GRPOTrainer`` with our multi-turn ``rollout_func`` (the agent talks to the user
-in the training environments; ``env_mask`` keeps user/tool tokens out of the loss), LoRA on the
-base model, clip 0.2/0.28, no KL, and per-turn discounted group advantages
-(:mod:`mimesis.rl.grpo` documents the credit rule).
+Arms (params ``arms``; :mod:`mimesis.rl.training_user`): by default ``grpo`` (the frozen
+simulator as the user) and ``grpo-prompted`` (the same base model prompted to act as a user:
+the control of the paper's main claim). Every arm starts from the same SFT adapter and plays the
+same scenarios with the same seeds for the same number of steps; only the user differs.
 
-Writes to ``<out_dir>``: ``model/`` (LoRA adapter + tokenizer), ``meta.json``, ``train_log.json``
-(TRL log history + per-step reward records), ``episodes.jsonl`` (every episode without token
-lists); ``checkpoints/`` while training (a re-run with the same params, simulator and base resumes
-from the last one; removed on success unless ``keep_checkpoints``). MLflow: ``reward/<env>`` and
-``reward`` per step, TRL's metrics, ``rewards.png``, ``episodes.jsonl``.
+Recipe per arm: TRL's ``GRPOTrainer`` with our multi-turn ``rollout_func`` (the agent talks to
+the user in the training environments; ``env_mask`` keeps user/tool tokens out of the loss),
+clip 0.2/0.28, no KL, per-turn discounted group advantages (:mod:`mimesis.rl.grpo`), and
+dynamic sampling (flat groups replaced by fresh training scenarios).
 
-Run: ``python -m mimesis.stages.train_agent --freeze-user data/freeze_user --out data/train_agent``
+Writes to ``<out_dir>/<arm>/``: ``model/`` (LoRA adapter + tokenizer), ``meta.json``,
+``train_log.json`` (TRL log history + per-step records), ``episodes.jsonl`` (every trained
+episode without token lists); ``checkpoints/`` while training (a re-run with the same params,
+inputs and base resumes from the last one). ``<out_dir>/meta.json`` lists the arms. MLflow: a
+child run ``train_agent/<arm>`` per arm with ``reward/<env>``, ``reward``,
+``format_compliance``, ``groups/*`` per step, TRL's metrics, ``rewards.png``, ``episodes.jsonl``.
+
+Run: ``python -m mimesis.stages.train_agent --freeze-user data/freeze_user
+--sft-agent data/sft_agent --out data/train_agent``
 """
 
 from __future__ import annotations
@@ -26,10 +35,15 @@ import dataclasses
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mimesis.io import sha256_file
+from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams  # noqa: F401 (build)
+from mimesis.rl.agent_training import (  # noqa: F401 (build resolves field types here)
+    AgentRLParams,
+    DynamicSamplingParams,
+    UserSamplingParams,
+)
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
@@ -38,58 +52,122 @@ _NO_RESUME = ("keep_checkpoints",)  # params that do not change what training co
 _OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl")
 
 
+def _default_arms() -> list[dict[str, Any]]:
+    return [{"name": "grpo", "user": "frozen"}, {"name": "grpo-prompted", "user": "prompted"}]
+
+
 @dataclass(frozen=True)
 class TrainAgentParams(AgentRLParams):
     """Parameters of ``train_agent`` (params.yaml section ``train_agent``); the RL fields are
-    documented on :class:`~mimesis.rl.agent_training.AgentRLParams`."""
+    documented on :class:`~mimesis.rl.agent_training.AgentRLParams`, an arm's keys on
+    :class:`~mimesis.rl.training_user.ArmParams`."""
 
-    base_model: str = "smollm2-135m"  # smollm2-135m | tiny-llama | local HF folder (ChatML)
-    lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))
+    base_model: str = "smollm2-135m"  # without an SFT start: smollm2-135m | tiny-llama | folder
+    lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # no SFT start
+    arms: list[dict[str, Any]] = field(default_factory=_default_arms)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from mimesis.rl.training_user import parse_arms
+
+        parse_arms(self.arms)
 
 
-def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams) -> Path:
-    """Train the agent with GRPO against the frozen simulator; write it to ``out_dir``.
+def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
+        sft_agent_dir: Path | None = None) -> Path:
+    """Train every arm with GRPO from the SFT adapter; write them to ``out_dir/<arm>``.
+
+    Args:
+        sft_agent_dir: The ``sft_agent`` output every arm starts from; ``None`` starts from
+            ``params.base_model`` with a fresh LoRA adapter (``params.lora``).
 
     Raises:
         mimesis.simulator.frozen.FrozenSimulatorError: the simulator folder does not match its
             ``meta.json``, or the simulator was touched by training.
-        ValueError: an environment is unknown or held out.
+        mimesis.train.merge.StaleTrainingError: the SFT adapter differs from its ``meta.json``
+            or was trained against another simulator.
     """
-    from mimesis.models.base import base_dir, load_base
+    from mimesis.rl import agent_training as rl
+    from mimesis.rl.training_user import parse_arms
+
+    inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
+    if sft_agent_dir is not None:
+        inputs["sft_agent/meta.json"] = sha256_file(sft_agent_dir / "meta.json")
+    arms = parse_arms(params.arms)
+    _clear_stale(out_dir, {a.name for a in arms})
+    with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
+        user = rl.load_user(freeze_user_dir, params)  # hash check first
+        metas = [_train_arm(arm, user, freeze_user_dir, sft_agent_dir, out_dir / arm.name,
+                            params, inputs) for arm in arms]
+        write_json(out_dir / "meta.json", {
+            "stage": STAGE, "git_commit": git_commit(), "mlflow_run_id": mlflow_run.info.run_id,
+            "inputs": inputs, "arms": {m["arm"]: m["user"] for m in metas},
+            "simulator": metas[0]["simulator"]})
+    return out_dir
+
+
+def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm_dir: Path,
+               params: TrainAgentParams, inputs: dict[str, str]) -> dict[str, Any]:
+    """One arm: its user, the start policy, GRPO, outputs in ``arm_dir`` and a child MLflow run."""
+    import mlflow
+
+    from mimesis.models.base import base_dir
     from mimesis.rl import agent_report as report
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
+    from mimesis.rl.training_user import describe, training_simulator
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
-    inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
-    report.clear_outputs(out_dir, _OUTPUTS)
-    with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
-        user = rl.load_user(freeze_user_dir, params)  # hash check first
-        model, tokenizer = load_base(params.base_model, dtype=params.dtype)
-        decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
-        key = fingerprint(decisive, inputs, base_dir(params.base_model).name)
-        resume = prepare_checkpoints(out_dir / "checkpoints", key)
+    report.clear_outputs(arm_dir, _OUTPUTS)
+    with mlflow.start_run(run_name=f"{STAGE}/{arm.name}", nested=True) as arm_run:
+        mlflow.log_params({"arm": arm.name, "arm.user": arm.user, "arm.model": arm.model})
+        simulator = training_simulator(arm, user, params)
+        model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
+        decisive = {k: v for k, v in dataclasses.asdict(params).items()
+                    if k not in _NO_RESUME and k != "arms"}
+        key = fingerprint({**decisive, "arm": dataclasses.asdict(arm)}, inputs,
+                          base_dir(start["base_model"]).name)
+        resume = prepare_checkpoints(arm_dir / "checkpoints", key)
         trainer = rl.build_trainer(TurnCreditGRPOTrainer, model, tokenizer, params, user,
-                                   out_dir / "checkpoints", [MlflowMetricsCallback()],
-                                   peft_config=rl.lora_config(params.lora))
+                                   arm_dir / "checkpoints", [MlflowMetricsCallback()],
+                                   peft_config=start["peft_config"], simulator=simulator)
         summary = rl.train(trainer, resume)
-        trainer.save_model(str(out_dir / "model"))
+        trainer.save_model(str(arm_dir / "model"))
         meta = {
-            "stage": STAGE, "params": dataclasses.asdict(params), "git_commit": git_commit(),
-            "inputs": inputs, "mlflow_run_id": mlflow_run.info.run_id,
-            "base_model": params.base_model, "base_model_dir": base_dir(params.base_model).name,
-            "finetune": "lora", "weights": rl.adapter_sha256(out_dir / "model"),
+            "stage": STAGE, "arm": arm.name, "user": describe(arm, user),
+            "params": dataclasses.asdict(params), "git_commit": git_commit(), "inputs": inputs,
+            "mlflow_run_id": arm_run.info.run_id, "start": start["name"],
+            "base_model": start["base_model"], "base_model_dir": base_dir(start["base_model"]).name,
+            "finetune": "lora", "weights": rl.adapter_sha256(arm_dir / "model"),
             "simulator": {"mlflow_run_id": user.meta.get("mlflow_run_id"),
                           "weights_fingerprint": user.fingerprint},
             "episodes": len(trainer.episodes), "rewards": rl.reward_summary(trainer.history),
             **summary}
-        report.write_run(out_dir, trainer, meta, STAGE)
+        report.write_run(arm_dir, trainer, meta, f"{STAGE}/{arm.name}")
+        _release(simulator)
     if not params.keep_checkpoints:
-        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
-    report.print_summary(STAGE, out_dir, meta)
-    return out_dir
+        shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
+    report.print_summary(f"{STAGE}/{arm.name}", arm_dir, meta)
+    return meta
 
+
+def _clear_stale(out_dir: Path, arms: set[str]) -> None:
+    """Remove what no arm of this run will rewrite: the single-agent layout of older versions
+    (``out_dir/model`` …) and folders of arms that left the params (they would be evaluated)."""
+    from mimesis.rl import agent_report as report
+
+    report.clear_outputs(out_dir, _OUTPUTS)
+    for child in out_dir.glob("*/meta.json"):
+        if child.parent.name not in arms:
+            shutil.rmtree(child.parent)
+
+
+def _release(simulator) -> None:
+    """Drop a prompted user's weights before the next arm loads its own."""
+    release = getattr(simulator.generate_fn, "release", None)
+    if callable(release):
+        release()
 
 
 def load_params(params_path: Path = Path("params.yaml")) -> TrainAgentParams:
@@ -105,11 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
                         help="freeze_user stage output folder")
+    parser.add_argument("--sft-agent", default="data/sft_agent",
+                        help="sft_agent stage output folder (every arm starts from its adapter)")
     parser.add_argument("--out", default="data/train_agent", help="output folder")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     params = load_params(Path(args.params))
-    run(Path(args.freeze_user), Path(args.out), params)
+    run(Path(args.freeze_user), Path(args.out), params, sft_agent_dir=Path(args.sft_agent))
 
 
 if __name__ == "__main__":
