@@ -194,6 +194,7 @@ def test_table_and_plot_are_written(tmp_path):
     assert "| agent | frozen (training) | agenda | replay | mean over unseen users |" in table
     assert "| base | 0.438 | 0.438 | 0.438 | 0.438 |" in table
     assert "| base | agenda | FunctionGym | 2 | 0.500 |" in table
+    assert "| agent turns | format |" in table and "SearchGym ≥ 1" in table  # every threshold
     path = agent_plot(rows, tmp_path / "plots" / "agents.png")
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -1,23 +1,40 @@
-"""The agent half of the ``evaluate`` stage: base, GRPO and CSD agents under seen and unseen users.
+"""The agent half of the ``evaluate`` stage: base, SFT, GRPO and CSD agents, paired, under seen and
+unseen users.
 
-Agents (METRICS.md, agent side): ``base`` (the base model train_agent started from, no adapter),
-``grpo`` (``<train_agent>/model``) and ``csd`` (``<distill_agent>/model``); each adapter's
-sha256 is checked against its ``meta.json`` before it loads. Users: ``frozen`` — the training
-simulator (``<freeze_user>/simulator``, hash-verified), the one the agents were trained against —
-and every entry of ``unseen_users`` (:mod:`mimesis.eval.unseen_users`; the training simulator is
-refused there). Scenarios are held out (:func:`mimesis.eval.agents.heldout_specs`): procedural
-envs use seeds far from the training seeds, fixed task lists their evaluation part, and the
-stage checks them against the scenarios train_agent and distill_agent actually played.
+Agents (METRICS.md, agent side; :func:`agent_sources` builds them from the stage's folders):
 
-Writes ``agents.md`` (table), ``agents.json`` (rows), ``plots/agents.png``,
-``agent_episodes.jsonl`` (every episode,
-private user reasoning included, no token lists) and returns the metrics that go to
-``metrics.json`` under ``agents``.
+- ``base`` — the base model the arms started from (``<sft_agent>/meta.json`` ``base_model``);
+- ``sft`` — the SFT warm-up agent, ``<sft_agent>/model``;
+- one agent per ``train_agent_arms`` entry, ``<train_agent>/<arm>/model``: ``grpo-prompted``
+  (GRPO against the base model prompted as the user: the control) and ``grpo`` (GRPO against
+  the frozen simulator);
+- ``csd`` — ``<distill_agent>/model``.
+
+Before anything loads (:func:`check_arms`): every arm folder must hold ``meta.json`` and
+``model/`` (a missing one is named), every arm must share the base model, every arm must have
+trained with the evaluation's per-turn budget (``max_new_tokens``; an agent cut at fewer tokens
+than it learned to use would be scored on a task it never had), and no held-out scenario may be
+one an arm trained on (:func:`trained_specs`). Each adapter's sha256 is checked against its
+``meta.json`` when it loads. Users: ``frozen`` — the training simulator
+(``<freeze_user>/simulator``, hash-verified) — and every entry of ``unseen_users``
+(:mod:`mimesis.eval.unseen_users`; the training simulator is refused there).
+
+Pairing: every (agent, user) run plays the same held-out scenarios
+(:func:`mimesis.eval.agents.heldout_specs`) with a fresh agent sampler and the user restarted
+from the same seed (:mod:`mimesis.eval.reseed`, caveat there); ``comparisons`` are reported as
+paired differences with paired bootstrap CIs (:mod:`mimesis.eval.agent_pairs`).
+
+Writes ``agents.md`` (per-agent table, then the paired differences), ``agents.json``
+(``{"rows", "comparisons", "success_thresholds"}``), ``plots/agents.png``,
+``plots/agent_diffs.png``, ``agent_episodes.jsonl`` (every episode, private user reasoning
+included, no token lists) and returns the metrics that go to ``metrics.json`` under ``agents``.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +43,8 @@ from mimesis.eval.agents import AgentEvalParams
 from mimesis.rl.agent_training import UserSamplingParams
 
 TRAINING_USER = "frozen"
-AGENT_KINDS = {"base": "base", "grpo": "train_agent", "csd": "distill_agent"}
+BASE_AGENT = "base"
+SCENARIO_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "scenario_seed")
 
 
 def _default_unseen() -> list[dict[str, Any]]:
@@ -35,22 +53,44 @@ def _default_unseen() -> list[dict[str, Any]]:
              "prompt_style": "prompted_user"}]
 
 
+def _default_comparisons() -> list[list[str]]:
+    return [["sft", "base"], ["grpo", "sft"], ["grpo", "grpo-prompted"], ["csd", "grpo"]]
+
+
 @dataclass(frozen=True)
 class AgentEvaluateParams(AgentEvalParams):
     """params.yaml ``evaluate.agents``: :class:`~mimesis.eval.agents.AgentEvalParams` plus what
-    the stage needs to build the users.
+    the stage needs to build the agents, the users and the comparisons.
 
     Attributes:
         enabled: Run the agent half at all.
         dtype: Weights of the agents and of the frozen simulator (float32 on CPU).
         user: Sampling of the frozen training simulator.
         unseen_users: Entries of :class:`~mimesis.eval.unseen_users.UnseenUserConfig`.
+        train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
+        comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
     """
 
     enabled: bool = True
     dtype: str = "float32"
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
     unseen_users: list[dict[str, Any]] = field(default_factory=_default_unseen)
+    train_agent_arms: list[str] = field(default_factory=lambda: ["grpo-prompted", "grpo"])
+    comparisons: list[list[str]] = field(default_factory=_default_comparisons)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        names = self.agent_names()
+        if len(set(names)) != len(names):
+            raise ValueError(f"agent names must be unique: {names}")
+        for pair in self.comparisons:
+            if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(names):
+                raise ValueError(f"comparison {pair}: need [a, b], two different agents of "
+                                 f"{names}")
+
+    def agent_names(self) -> list[str]:
+        """The agents, in evaluation order: base, sft, the train_agent arms, csd."""
+        return [BASE_AGENT, "sft", *self.train_agent_arms, "csd"]
 
     def core(self) -> AgentEvalParams:
         """The :class:`AgentEvalParams` part (what :func:`evaluate_agents` takes)."""
@@ -58,69 +98,191 @@ class AgentEvaluateParams(AgentEvalParams):
         return AgentEvalParams(**{k: getattr(self, k) for k in names})
 
 
+# ----------------------------------------------------------------------------- arms
+def _meta(stage_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(stage_dir) / "meta.json").read_text())
+
+
+def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
+                  sft_agent_dir: Path | None, p: AgentEvaluateParams) -> dict[str, str | Path]:
+    """Agent name → source: the base model name for ``base``, an agent stage folder (``model/``
+    + ``meta.json``) for every other agent (module docstring).
+
+    Raises:
+        FileNotFoundError: an arm's folder is not given or lacks ``meta.json`` / ``model/``
+            (the message names the arm).
+    """
+    given = {"sft": sft_agent_dir, "csd": distill_agent_dir}
+    folders: dict[str, Path] = {}
+    for name in p.agent_names()[1:]:
+        if name in given:
+            folder = given[name]
+        else:
+            folder = None if train_agent_dir is None else Path(train_agent_dir) / name
+        if folder is None or not (Path(folder) / "meta.json").is_file() or not (
+                Path(folder) / "model").is_dir():
+            raise FileNotFoundError(
+                f"agent arm {name!r}: {folder or 'no folder given'} has no meta.json and model/ "
+                "(has the stage that trains this arm run? sft: --sft-agent, csd: --distill-agent, "
+                "the others: subfolders of --train-agent)")
+        folders[name] = Path(folder)
+    return {BASE_AGENT: _meta(folders["sft"])["base_model"], **folders}
+
+
 def trained_specs(stage_dir: Path) -> list:
-    """The scenarios a finished agent stage played (from its ``meta.json`` params)."""
+    """The scenarios a finished agent stage played, rebuilt from its ``meta.json`` with
+    :func:`~mimesis.rl.agent_training.scenario_specs`.
+
+    RL stages (params ``steps``, ``scenarios_per_step``): the first ``scenarios_drawn`` of the
+    scenario stream (dynamic sampling's replacements included; default ``steps ×
+    scenarios_per_step``). ``sft_agent`` (params ``scenarios_per_env``): one pass of
+    ``len(envs) × scenarios_per_env`` scenarios, as :func:`mimesis.rl.expert_sft.rl_params`
+    draws them. Besides those, only ``envs``, ``env_kwargs`` and ``scenario_seed`` are read: the
+    other params of a recipe (SFT's, an arm's user) are ignored.
+
+    Raises:
+        KeyError: the params lack what picks the scenarios.
+    """
     from mimesis.rl.agent_training import AgentRLParams, scenario_specs
 
-    meta = json.loads((stage_dir / "meta.json").read_text())
-    names = AgentRLParams.__dataclass_fields__
-    p = {k: v for k, v in meta["params"].items() if k in names and k != "user"}
-    return scenario_specs(AgentRLParams(**p))
+    meta = _meta(stage_dir)
+    params = dict(meta.get("params", {}))
+    if "scenarios_per_env" in params and "steps" not in params:  # sft_agent: one pass
+        params["steps"] = 1
+        params["scenarios_per_step"] = len(params.get("envs", [])) * params["scenarios_per_env"]
+    missing = [k for k in SCENARIO_KEYS if k not in params]
+    if missing:
+        raise KeyError(f"{stage_dir}/meta.json params lack {missing}: cannot check that the "
+                       "evaluation scenarios were not trained on")
+    p = AgentRLParams(**{k: params[k] for k in SCENARIO_KEYS})
+    drawn = int(meta.get("scenarios_drawn") or 0)
+    return scenario_specs(p, max(drawn, p.steps * p.scenarios_per_step))
 
 
-def run_agent_evaluation(freeze_user_dir: Path, train_agent_dir: Path, distill_agent_dir: Path,
-                         corpus: Path, out_dir: Path, p: AgentEvaluateParams) -> dict[str, Any]:
-    """Evaluate the three agents under the frozen and the unseen users; write the report.
+def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> None:
+    """Refuse arms that cannot be compared fairly (module docstring), before anything loads.
+
+    Raises:
+        ValueError: an arm trained on another base model or with another per-turn budget than
+            ``p.max_new_tokens``, a held-out scenario played in training, or a comparison naming
+            an agent not in ``sources``.
+    """
+    from mimesis.eval.agents import check_disjoint, heldout_specs
+
+    unknown = sorted({n for pair in p.comparisons for n in pair} - set(sources))
+    if unknown:
+        raise ValueError(f"comparisons name agents that are not evaluated: {unknown}")
+    arms = {n: Path(s) for n, s in sources.items() if n != BASE_AGENT}
+    metas = {n: _meta(d) for n, d in arms.items()}
+    base = sources.get(BASE_AGENT)
+    other_base = [f"{n}: {m.get('base_model')}" for n, m in metas.items()
+                  if base is not None and m.get("base_model") != base]
+    if other_base:
+        raise ValueError(f"every arm must start from the base model {base!r}; {other_base}")
+    budgets = {n: m.get("params", {}).get("max_new_tokens") for n, m in metas.items()}
+    wrong = [f"{n} ({arms[n] / 'meta.json'}: {b})" for n, b in budgets.items()
+             if b is not None and b != p.max_new_tokens]
+    if wrong:
+        raise ValueError(
+            f"evaluate.agents.max_new_tokens is {p.max_new_tokens} tokens per agent turn, but "
+            f"these arms trained with another per-turn budget (max_new_tokens): "
+            f"{'; '.join(wrong)}. Evaluate with the training budget: set "
+            "evaluate.agents.max_new_tokens to it (and train every arm with the same one)")
+    eval_specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
+    for name, folder in arms.items():
+        try:
+            check_disjoint(eval_specs, trained_specs(folder))
+        except ValueError as exc:
+            raise ValueError(f"agent arm {name!r} ({folder}): {exc}") from None
+
+
+# ----------------------------------------------------------------------------- run
+def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path], corpus: Path,
+                         out_dir: Path, p: AgentEvaluateParams) -> dict[str, Any]:
+    """Evaluate ``agents`` under the frozen and the unseen users; write the report.
+
+    Args:
+        freeze_user_dir: The ``freeze_user`` output (``simulator/`` + its ``meta.json``).
+        agents: Agent name → source, in evaluation order (:func:`agent_sources`): ``base`` → a
+            base model name, every other name → an agent stage folder (``model/`` +
+            ``meta.json``).
+        corpus: Held-out conversations of the ``replay`` user (``<label>/test.jsonl``).
+        out_dir: Where the report goes.
+        p: The params.
 
     Returns:
-        ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n}}}}, "seconds": s}``;
-        the full rows of :func:`~mimesis.eval.agents.evaluate_agents` go to ``agents.json``.
+        ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n, format_compliance,
+        mean_turns}}}}, "diff": {"<a>-<b>": {user: {env: {...}}}}, "seconds": s}``
+        (:func:`~mimesis.eval.agent_pairs.diff_metrics`; NaN as ``None``); the full rows go to
+        ``agents.json``.
 
     Raises:
         FrozenSimulatorError: the frozen simulator's files differ from its meta.json.
         StaleTrainingError: an agent adapter differs from its meta.json.
-        ValueError: an unseen user is the training simulator, or a held-out scenario was
-            played in training.
+        ValueError: see :func:`check_arms`; an unseen user is the training simulator.
     """
     import time
 
-    from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
-    from mimesis.eval.agents import check_disjoint, evaluate_agents, heldout_specs, load_agent
+    from mimesis.eval.agent_pairs import diff_metrics, outcome_rows, paired_differences
+    from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS
+    from mimesis.eval.agent_tables import (
+        agent_plot,
+        agent_table_markdown,
+        comparison_table_markdown,
+        diff_plot,
+    )
+    from mimesis.eval.agents import evaluate_agents, load_agent
     from mimesis.eval.unseen_users import build_unseen, release
     from mimesis.io import write_jsonl
     from mimesis.rl.agent_training import AgentRLParams, load_user
 
     started = time.perf_counter()
-    eval_specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
-    for stage_dir in (train_agent_dir, distill_agent_dir):
-        check_disjoint(eval_specs, trained_specs(stage_dir))
+    check_arms(agents, p)
     sim_dir = freeze_user_dir / "simulator"
     unseen = build_unseen(p.unseen_users, sim_dir, corpus=corpus, max_turns=p.max_turns)
     frozen = load_user(freeze_user_dir, AgentRLParams(dtype=p.dtype, user=p.user,
                                                        max_turns=p.max_turns, seed=p.seed))
     users = {TRAINING_USER: frozen.simulator, **unseen}
-    base_model = json.loads((train_agent_dir / "meta.json").read_text())["base_model"]
-    sources = {"base": base_model, "grpo": train_agent_dir, "csd": distill_agent_dir}
-    agents = {name: (lambda name=name: load_agent(AGENT_KINDS[name], sources[name], p.dtype))
-              for name in AGENT_KINDS}
+    loaders = {name: (lambda name=name: load_agent("base" if name == BASE_AGENT else "adapter",
+                                                   agents[name], p.dtype))
+               for name in agents}
     episodes: list[dict[str, Any]] = []
+    outcomes: list[dict[str, Any]] = []
 
     def keep(agent: str, user: str, records: list) -> None:
-        episodes.extend({"agent": agent, "user": user,
-                         **r.model_dump(mode="json", exclude={"prompt_ids", "completion_ids", "env_mask",
-                                                 "logprobs", "turn_ids"})} for r in records)
+        outcomes.extend(outcome_rows(agent, user, records))
+        episodes.extend({"agent": agent, "user": user, **r.model_dump(
+            mode="json", exclude={"prompt_ids", "completion_ids", "env_mask", "logprobs",
+                                  "turn_ids"})} for r in records)
 
     try:
-        rows = evaluate_agents(agents, users, p.core(), on_episodes=keep)
+        rows = evaluate_agents(loaders, users, p.core(), on_episodes=keep)
     finally:
         release(unseen)
+    diffs = paired_differences(outcomes, p.comparisons, p.n_bootstrap, p.ci, p.seed)
     write_jsonl(out_dir / "agent_episodes.jsonl", episodes)
-    (out_dir / "agents.json").write_text(json.dumps(rows, indent=1))
-    (out_dir / "agents.md").write_text(agent_table_markdown(rows, training=TRAINING_USER))
+    (out_dir / "agents.json").write_text(json.dumps(_no_nan(
+        {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS}),
+        indent=1))
+    (out_dir / "agents.md").write_text(agent_table_markdown(rows, training=TRAINING_USER) + "\n"
+                                       + comparison_table_markdown(diffs))
     agent_plot(rows, out_dir / "plots" / "agents.png")
+    diff_plot(diffs, out_dir / "plots" / "agent_diffs.png")
     by_agent: dict[str, Any] = {}
     for row in rows:
         by_agent.setdefault(row["agent"], {}).setdefault(row["simulator"], {})[row["env"]] = {
-            "success_rate": row["success_rate"], "mean_reward": row["mean_reward"],
-            "n": row["n"]}
-    return {"by_agent": by_agent, "seconds": round(time.perf_counter() - started, 1)}
+            k: row.get(k) for k in ("success_rate", "mean_reward", "n", "format_compliance",
+                                    "mean_turns")}
+    return _no_nan({"by_agent": by_agent, "diff": diff_metrics(diffs),
+                    "seconds": round(time.perf_counter() - started, 1)})
+
+
+def _no_nan(obj: Any) -> Any:
+    """``obj`` with every float NaN replaced by ``None`` (strict JSON; MLflow skips it)."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_no_nan(v) for v in obj]
+    return obj

@@ -1,14 +1,35 @@
 """Agent evaluation statistics: success per env, bootstrap CIs, and the ``ALL`` row over envs.
 
 Success (:data:`SUCCESS_THRESHOLDS`): an episode succeeds when its reward is at least its env's
-threshold, which marks the full task done: FunctionGym 1.0 (the answer is right; the reward is 0
-or 1), TravelGym 1.0 (the best option for every aspect; acceptable options score 0.5), TelepathyGym
-0.5 (the guess is right; a right guess scores 1 − 0.5·turns/max_turns ≥ 0.5). Unknown envs:
-:data:`DEFAULT_SUCCESS_THRESHOLD` = 1.0 (full reward).
+threshold, read off each env's ``score()``:
+
+- FunctionGym 1.0 — the answer is right (the reward is 0 or 1).
+- TravelGym 1.0 — the best option for every aspect (an acceptable but not best option scores 0.5
+  for its aspect; the reward is the mean over aspects).
+- TurtleGym 1.0 — the explanation covers every key fact of the story (the judge's score is the
+  weighted fraction covered; an LLM judge's score below 1 is partial credit).
+- TauGym 1.0 — tau2's verdict: the database matches the gold actions and every required piece
+  of information was told (the reward is 0 or 1).
+- PersuadeGym 0.5 — the user moved at least half of the room the starting stance left in the
+  asked direction (reward = shift / room in [−1, 1]); on the shipped statements (start 2, 3, 5
+  or 6) that is ending on the asked side of neutral, from 7 reaching neutral. 1.0 (the end of
+  the scale) would count only conversions to "strongly agree/disagree".
+- IntentionGym 1.0 — every missing detail clarified and no off-target question (reward =
+  importance-weighted coverage − 0.1 per unmatched question, clipped to [0, 1]).
+- TelepathyGym 0.5 — the guess is right (a right guess scores 1 − 0.5·turns/max_turns ≥ 0.5, a
+  wrong one 0).
+- SearchGym 1.0 — the answer matches an accepted answer (the reward is 0 or 1).
+
+An env without a threshold is an error (:func:`success_threshold`), never a silent default.
 
 Uncertainty: per (agent, simulator, env) a seeded percentile bootstrap 95% CI of the mean (episodes
 resampled); the ``ALL`` row (unweighted mean over envs, as the paper reports) uses the normal
 approximation ``± z·sqrt(Σ s_e²/n_e)/E``. ``reward_std`` is the sample standard deviation.
+Differences between agents (paired by scenario): :mod:`mimesis.eval.agent_pairs`.
+
+Format compliance: the share of an agent's turns that reached the env as a tagged action
+(``[action]``/``[search]``/``[answer]``/``[finish]``, :func:`~mimesis.envs.actions.parse_action`
+``tagged``); untagged text (read as ``[action]``) and turns cut by the token budget do not count.
 """
 
 from __future__ import annotations
@@ -22,8 +43,9 @@ import numpy as np
 
 from mimesis.rl.records import Episode
 
-SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TelepathyGym": 0.5}
-DEFAULT_SUCCESS_THRESHOLD = 1.0
+SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
+                      "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
+                      "SearchGym": 1.0}
 TERMINATIONS = ("answer", "finish", "user_end", "max_turns", "max_tokens")
 ALL_ENVS = "ALL"
 _EPS = 1e-9  # rewards are sums of floats: 0.1 + 0.2 must count as 0.3
@@ -31,8 +53,39 @@ _EPS = 1e-9  # rewards are sums of floats: 0.1 + 0.2 must count as 0.3
 
 # ----------------------------------------------------------------------------- aggregation
 def success_threshold(env: str) -> float:
-    """Reward at or above which an episode of ``env`` counts as a success (module docstring)."""
-    return SUCCESS_THRESHOLDS.get(env, DEFAULT_SUCCESS_THRESHOLD)
+    """Reward at or above which an episode of ``env`` counts as a success (module docstring).
+
+    >>> success_threshold("TelepathyGym")
+    0.5
+
+    Raises:
+        ValueError: ``env`` has no threshold in :data:`SUCCESS_THRESHOLDS`.
+    """
+    try:
+        return SUCCESS_THRESHOLDS[env]
+    except KeyError:
+        raise ValueError(f"no success threshold for environment {env!r}: define one in "
+                         f"mimesis.eval.agent_stats.SUCCESS_THRESHOLDS from its reward "
+                         f"(known: {sorted(SUCCESS_THRESHOLDS)})") from None
+
+
+def format_compliance(episodes: Sequence[Episode]) -> float:
+    """Share of the agent turns of ``episodes`` that reached the env as a tagged action (module
+    docstring); NaN without turns.
+
+    >>> from mimesis.rl.records import TurnRecord
+    >>> ep = Episode.model_construct(turns=[TurnRecord(agent_text="[answer] 4", kind="answer"),
+    ...                                     TurnRecord(agent_text="what is f?", kind="action"),
+    ...                                     TurnRecord(agent_text="[answer] 4")])  # cut: no kind
+    >>> round(format_compliance([ep]), 3)
+    0.333
+    """
+    from mimesis.envs.actions import parse_action
+
+    turns = [t for e in episodes for t in e.turns]
+    if not turns:
+        return math.nan
+    return sum(t.kind is not None and parse_action(t.agent_text).tagged for t in turns) / len(turns)
 
 
 def bootstrap_ci(values: Sequence[float], n_bootstrap: int = 1000, ci: float = 0.95,
@@ -79,7 +132,8 @@ def episode_rows(agent: str, simulator: str, episodes: Sequence[Episode],
     """One row per env (first-seen order) of one (agent, simulator) run.
 
     Row keys: ``agent``, ``simulator``, ``env``, the keys of :func:`summarize`, ``mean_turns``
-    (agent messages per episode), ``mean_user_turns`` (user messages the agent received; an
+    (agent messages per episode), ``format_compliance`` (:func:`format_compliance`),
+    ``mean_user_turns`` (user messages the agent received; an
     ending user sends none), ``terminations``
     (count per reason of :data:`TERMINATIONS`, zeros included), ``user_end_reasons`` (counts of
     the simulator's end reasons).
@@ -94,6 +148,7 @@ def episode_rows(agent: str, simulator: str, episodes: Sequence[Episode],
             "agent": agent, "simulator": simulator, "env": env,
             **summarize([e.reward for e in eps], success_threshold(env), n_bootstrap, ci, seed),
             "mean_turns": float(np.mean([len(e.turns) for e in eps])),
+            "format_compliance": format_compliance(eps),
             "mean_user_turns": float(np.mean([sum(t.obs_source == "user" and bool(t.obs)
                                                   for t in e.turns) for e in eps])),
             "terminations": {t: ends.get(t, 0) for t in TERMINATIONS},
@@ -122,8 +177,10 @@ def overall_rows(rows: Sequence[Mapping[str, Any]], ci: float = 0.95) -> list[di
     out = []
     for (agent, simulator), cells in groups.items():
         k = len(cells)
+        keys = ("mean_reward", "success_rate", "mean_turns", "mean_user_turns",
+                "format_compliance")
         mean = {key: float(np.mean([c[key] for c in cells]))
-                for key in ("mean_reward", "success_rate", "mean_turns", "mean_user_turns")}
+                for key in keys if all(key in c for c in cells)}
         half_r = z * math.sqrt(sum(c["reward_std"] ** 2 / c["n"] for c in cells)) / k
         half_s = z * math.sqrt(sum(c["success_rate"] * (1 - c["success_rate"]) / c["n"]
                                    for c in cells)) / k

@@ -1,9 +1,11 @@
-"""Agent evaluation report: the Markdown table and the bar plot of the evaluation rows.
+"""Agent evaluation report: the Markdown tables and the plots of the evaluation rows.
 
 Split from :mod:`mimesis.eval.agents` (held-out scenarios, aggregation, the evaluation run and
 agent loading), whose :func:`~mimesis.eval.agents.evaluate_agents` rows these render:
-:func:`agent_table_markdown` (``agents.md``) and :func:`agent_plot` (``plots/agents.png``), both
-written by :mod:`mimesis.eval.agent_run`. ``ALL`` rows
+:func:`agent_table_markdown` (``agents.md``) and :func:`agent_plot` (``plots/agents.png``); and
+the paired differences of :func:`~mimesis.eval.agent_pairs.paired_differences`:
+:func:`comparison_table_markdown` (the second part of ``agents.md``) and :func:`diff_plot`
+(``plots/agent_diffs.png``); all written by :mod:`mimesis.eval.agent_run`. ``ALL`` rows
 (:func:`~mimesis.eval.agents.overall_rows`) are computed when absent.
 """
 
@@ -16,13 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mimesis.eval.agent_stats import (
-    ALL_ENVS,
-    DEFAULT_SUCCESS_THRESHOLD,
-    SUCCESS_THRESHOLDS,
-    TERMINATIONS,
-    overall_rows,
-)
+from mimesis.eval.agent_stats import ALL_ENVS, SUCCESS_THRESHOLDS, TERMINATIONS, overall_rows
 
 
 # ----------------------------------------------------------------------------- report
@@ -58,7 +54,7 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
             cells.append(_f(float(np.mean(vals))) if vals else "–")
         lines.append("| " + " | ".join([a, *cells]) + " |")
     head = ["agent", "user", "env", "n", "success", "success 95% CI", "mean reward",
-            "reward 95% CI", "agent turns", "ends " + "/".join(TERMINATIONS)]
+            "reward 95% CI", "agent turns", "format", "ends " + "/".join(TERMINATIONS)]
     lines += ["", "## Per environment", "",
               "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -67,11 +63,85 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
             r["agent"], r["simulator"], r["env"], str(r["n"]), _f(r["success_rate"]),
             f"[{_f(r['success_ci_low'])}, {_f(r['success_ci_high'])}]", _f(r["mean_reward"]),
             f"[{_f(r['reward_ci_low'])}, {_f(r['reward_ci_high'])}]", _f(r["mean_turns"], 2),
+            _f(r.get("format_compliance"), 2),
             "/".join(str(ends.get(t, 0)) for t in TERMINATIONS)]) + " |")
     thresholds = ", ".join(f"{e} ≥ {t:g}" for e, t in SUCCESS_THRESHOLDS.items())
-    lines += ["", f"Success: reward {thresholds} (other envs ≥ {DEFAULT_SUCCESS_THRESHOLD:g}); "
-              + "CIs: bootstrap per env, normal approximation for ALL."]
+    lines += ["", (f"Success: reward {thresholds}. CIs: bootstrap per env, normal approximation "
+                   "for ALL. Format: share of agent turns that were a tagged action.")]
     return "\n".join(lines) + "\n"
+
+
+def _diff_cell(d: Mapping[str, Any], metric: str) -> list[str]:
+    return [_f(d[metric]), f"[{_f(d[f'{metric}_ci_low'])}, {_f(d[f'{metric}_ci_high'])}]",
+            d[f"{metric}_verdict"]]
+
+
+def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: the paired differences (:func:`~mimesis.eval.agent_pairs.paired_differences`
+    rows), over envs first (``ALL``), then per env."""
+    head = ["a − b", "user", "env", "n", "Δ mean reward", "95% CI", "verdict", "Δ success",
+            "95% CI", "verdict"]
+
+    def table(rows: list[Mapping[str, Any]]) -> list[str]:
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *(
+            "| " + " | ".join([f"{d['a']} − {d['b']}", d["user"], d["env"], str(d["n"]),
+                               *_diff_cell(d, "mean_reward"), *_diff_cell(d, "success_rate")])
+            + " |" for d in rows)]
+
+    lines = ["## Paired differences between agents (same scenarios, same user seeds)", "",
+             *table([d for d in diffs if d["env"] == ALL_ENVS]), "", "### Per environment", "",
+             *table([d for d in diffs if d["env"] != ALL_ENVS])]
+    lines += ["", ("Paired bootstrap over scenarios (the same resampled scenarios for both "
+                   "agents; ALL: resampled within each env, env means averaged). Verdict: real "
+                   "when the 95% CI excludes 0, else noise (also with fewer than 2 scenarios: "
+                   "no CI).")]
+    return "\n".join(lines) + "\n"
+
+
+def diff_plot(diffs: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Paired differences over envs (``ALL``) with their 95% CIs: one panel per user, one row
+    per comparison, mean reward and success rate; written as PNG to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [d for d in diffs if d["env"] == ALL_ENVS]
+    users = list(dict.fromkeys(d["user"] for d in rows)) or ["(none)"]
+    pairs = list(dict.fromkeys((d["a"], d["b"]) for d in rows))
+    cell = {(d["a"], d["b"], d["user"]): d for d in rows}
+    ncols = min(3, len(users))
+    nrows = math.ceil(len(users) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols + 0.8, 0.5 * len(pairs) * nrows
+                                                     + 1.6 * nrows), squeeze=False, sharex=True)
+    y = np.arange(len(pairs))
+    for k, user in enumerate(users):
+        ax = axes[k // ncols][k % ncols]
+        for j, (metric, label) in enumerate((("mean_reward", "mean reward"),
+                                             ("success_rate", "success rate"))):
+            got = [cell.get((a, b, user)) for a, b in pairs]
+            mid = np.array([g[metric] if g else np.nan for g in got], dtype=float)
+            lo = np.array([g[f"{metric}_ci_low"] if g else np.nan for g in got], dtype=float)
+            hi = np.array([g[f"{metric}_ci_high"] if g else np.nan for g in got], dtype=float)
+            err = np.nan_to_num(np.vstack([mid - lo, hi - mid]).clip(min=0))
+            ax.errorbar(mid, y + (j - 0.5) * 0.25, xerr=err, fmt="o", capsize=3, color=f"C{j}",
+                        label=label)
+        ax.axvline(0, color="0.4", lw=0.8)
+        ax.set_yticks(y, [f"{a} − {b}" for a, b in pairs], fontsize=8)
+        ax.set_ylim(len(pairs) - 0.5, -0.5)  # first comparison on top
+        ax.set_xlabel("difference a − b", fontsize=8)
+        ax.set_title(f"user: {user}", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+    for k in range(len(users), nrows * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.suptitle("Paired differences over environments (95% paired bootstrap CI)", fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def agent_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:

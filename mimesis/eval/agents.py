@@ -1,19 +1,24 @@
 """Agent evaluation: success rate and reward on held-out scenarios, per agent, user and env.
 
 Protocol (METRICS.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base model,
-the GRPO agent of ``train_agent``, the CSD agent of ``distill_agent``) plays the same fixed set of
+the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
 held-out scenarios of each environment with (a) the frozen training simulator and (b) each
 unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rl.rollout.RolloutEngine.play`
 call per (agent, simulator) plays every scenario of every env together (batched agent and user
-calls). Paper reference points (Qwen3-8B agent, mean over 9 unseen users): GRPO with a GPT-5.5
-user 26.10, GRPO with MIMESIS-9B 29.54, + CSD 31.09.
+calls). Every run starts from the same seeds: a fresh agent sampler seeded ``seed``, and every
+user restarted from ``seed`` (:func:`~mimesis.eval.reseed.reseed_user`), so identical agents get
+identical episodes and runs of different agents are paired (caveat: :mod:`mimesis.eval.reseed`).
+Paper reference points (Qwen3-8B agent, mean over 9 unseen users): GRPO with a GPT-5.5 user 26.10,
+GRPO with MIMESIS-9B 29.54, + CSD 31.09.
 
 Held-out scenarios (:func:`heldout_specs`): procedural envs use seeds ``seed_offset + i``
-(default :data:`HELDOUT_SEED_OFFSET` = 10 000 000; training uses ``scenario_seed + i``: 0… for
-train_agent, 100 000… for distill_agent); fixed-task envs take task indices spread evenly over
-their task list (``options={"index": …}``). :func:`check_disjoint` refuses an overlap.
+(default :data:`HELDOUT_SEED_OFFSET` = 10 000 000; training uses ``scenario_seed + i``, from 0 in
+the default params, and fixed-task envs train on the training part of their list); fixed-task envs
+take task indices spread evenly over the evaluation part (``options={"index": …}``).
+:func:`check_disjoint` refuses an overlap with what an arm played.
 
-Success thresholds, confidence intervals and the ``ALL`` rows: :mod:`mimesis.eval.agent_stats`.
+Success thresholds, confidence intervals and the ``ALL`` rows: :mod:`mimesis.eval.agent_stats`;
+paired differences between agents: :mod:`mimesis.eval.agent_pairs`.
 
 Where things live: this module holds the held-out scenarios, the evaluation run
 (:func:`evaluate_agents`) and agent loading (:func:`load_agent`); the report of its rows (Markdown
@@ -32,7 +37,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mimesis.eval.agent_stats import episode_rows, overall_rows
+from mimesis.eval.agent_stats import episode_rows, overall_rows, success_threshold
+from mimesis.eval.reseed import reseed_user
 from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 
@@ -51,13 +57,14 @@ class AgentEvalParams:
         seed_offset: First held-out seed of procedural envs.
         episodes_per_scenario: Episodes per scenario (> 1 only helps with sampling).
         max_turns: Agent messages per episode (env) and user turns (simulator).
-        max_new_tokens: Tokens per agent turn.
+        max_new_tokens: Tokens per agent turn (the training budget: the stage refuses another).
         max_completion_tokens: Agent + injected tokens per episode.
         temperature: Agent sampling temperature; 0 = greedy (the default: a fixed policy).
         top_p: Agent nucleus mass.
         batch_size: Agent rows per forward.
         max_concurrent: Episodes in flight per engine.
-        seed: Agent sampler seed (the same for every simulator: paired comparisons).
+        seed: Agent sampler seed and user seed, both restarted at every (agent, user) run
+            (paired comparisons).
         n_bootstrap: Bootstrap resamples of the CI.
         ci: Confidence level of the CI.
         system_prompt: Optional system message opening the agent's chat.
@@ -69,7 +76,7 @@ class AgentEvalParams:
     seed_offset: int = HELDOUT_SEED_OFFSET
     episodes_per_scenario: int = 1
     max_turns: int = 8
-    max_new_tokens: int = 96
+    max_new_tokens: int = 48
     max_completion_tokens: int = 1024
     temperature: float = 0.0
     top_p: float = 1.0
@@ -93,6 +100,8 @@ class AgentEvalParams:
         from mimesis.envs.registry import check_envs
 
         check_envs(self.envs, env_kwargs=self.env_kwargs)
+        for env in self.envs:
+            success_threshold(env)  # an env without a success definition fails here, not later
 
     def rollout(self) -> RolloutParams:
         """The engine settings of these params."""
@@ -205,7 +214,9 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
     Args:
         agents: Name → ``(model, tokenizer)`` or a zero-argument loader returning one (loaded
             when its turn comes, dropped and garbage-collected after its runs).
-        simulators: Name → user simulator (the frozen training one, unseen ones).
+        simulators: Name → user simulator (the frozen training one, unseen ones); each is
+            restarted from ``params.seed`` before each of its runs
+            (:func:`~mimesis.eval.reseed.reseed_user`: its ``generate_fn`` may be replaced).
         params: Settings (default :class:`AgentEvalParams`).
         progress: tqdm bars (one over pairs, one per run over episodes).
         on_episodes: Called with ``(agent, simulator, episodes)`` after each run (e.g. to write
@@ -220,6 +231,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
 
     Raises:
         ValueError: an unknown env, or no agent or simulator.
+        TypeError: a simulator whose randomness cannot be restarted.
     """
     p = params or AgentEvalParams()
     if not agents or not simulators:
@@ -237,6 +249,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
         model, tokenizer = source if isinstance(source, tuple) else source()
         for sim_name, simulator in simulators.items():
             started = time.perf_counter()
+            reseed_user(simulator, p.seed)
             engine = RolloutEngine(sampler_of(model, tokenizer, p), tokenizer, simulator,
                                    p.rollout(), progress=progress)
             episodes = engine.play(jobs, desc=f"{agent_name} x {sim_name}")

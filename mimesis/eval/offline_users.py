@@ -132,6 +132,9 @@ class ReplayUser:
             out.append(f"<think>replay {pair.source}, cosine {score:.3f}</think>\n{pair.reply}")
         return out
 
+    def reseed(self, seed: int) -> None:
+        """No-op: deterministic (the agent evaluation restarts every user's randomness)."""
+
 
 # ----------------------------------------------------------------------------- agenda
 _QUOTE = re.compile(r"\"([^\"]{12,})\"|“([^”]{12,})”")
@@ -292,3 +295,6 @@ class AgendaUser:
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
         return [agenda_reply(view[0]["content"], _agent_messages(view), _said(view))
                 for view in batch]
+
+    def reseed(self, seed: int) -> None:
+        """No-op: deterministic (the agent evaluation restarts every user's randomness)."""

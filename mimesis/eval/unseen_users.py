@@ -95,7 +95,8 @@ class UnseenUserConfig:
         dtype: ``hf`` weights (``float32`` on CPU).
         concurrency / timeout_s / max_retries: ``openai`` requests in flight, seconds per
             request, client retries (429, 5xx, connection).
-        seed: ``hf`` sampler seed.
+        seed: ``hf`` sampler seed until reseeded (the agent evaluation restarts every user
+            from ``evaluate.agents.seed`` at each run: :mod:`mimesis.eval.reseed`).
     """
 
     name: str
@@ -224,6 +225,12 @@ class OpenAIUser:
             client = openai.OpenAI(base_url=config.base_url or None, api_key=key,
                                    timeout=config.timeout_s, max_retries=config.max_retries)
         self.client = client
+        self.seed: int | None = None
+
+    def reseed(self, seed: int) -> None:
+        """Send ``seed`` with every request from now on (the endpoint's best-effort
+        reproducibility; the OpenAI API and vLLM honour it, sampling stays the server's)."""
+        self.seed = seed
 
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
         if not batch:
@@ -233,10 +240,11 @@ class OpenAIUser:
 
     def _one(self, view: Messages) -> str:
         c, errors = self.config, self._errors
+        seeded = {} if self.seed is None else {"seed": self.seed}
         try:
             response = self.client.chat.completions.create(
                 model=c.model, messages=api_messages(view), max_tokens=c.max_new_tokens,
-                temperature=c.temperature, top_p=c.top_p)
+                temperature=c.temperature, top_p=c.top_p, **seeded)
         except (errors.BadRequestError, errors.UnprocessableEntityError):
             return ""
         except errors.APIError as exc:  # auth, unknown model, rate limit after retries, network
@@ -253,12 +261,24 @@ class OpenAIUser:
 # ----------------------------------------------------------------------------- hf
 class HFUser:
     """``generate_fn`` of a local model, loaded on first call (a registry costs nothing until
-    used); :meth:`release` drops the weights."""
+    used); :meth:`reseed` restarts its sampling, :meth:`release` drops the weights."""
 
     def __init__(self, config: UnseenUserConfig) -> None:
         self.config = config
         self.model = None
+        self.seed = config.seed
+        self.sampler = None  # TokenSampler once loaded (None for the ChatGenerator fallback)
         self._generate: Callable[[Sequence[Messages]], list[str]] | None = None
+
+    def reseed(self, seed: int) -> None:
+        """Restart sampling from ``seed``: a fresh ``TokenSampler`` (new generator, empty KV
+        cache) on the loaded weights, or this seed for the next load / ``ChatGenerator`` call."""
+        from mimesis.eval.reseed import fresh_sampler
+
+        self.seed = seed
+        if self.sampler is not None:
+            self.sampler = fresh_sampler(self.sampler, seed)
+            self._generate = self.sampler.chat
 
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
         if self._generate is None:
@@ -277,22 +297,22 @@ class HFUser:
             model.to("cuda")
         model.requires_grad_(False)
         try:
-            sampler = TokenSampler(model, tokenizer, SamplingParams(
+            self.sampler = TokenSampler(model, tokenizer, SamplingParams(
                 temperature=c.temperature, top_p=c.top_p, max_new_tokens=c.max_new_tokens,
-                batch_size=c.batch_size), seed=c.seed)
-            self._generate = sampler.chat
+                batch_size=c.batch_size), seed=self.seed)
+            self._generate = self.sampler.chat
         except ValueError:  # sliding-window attention: plain transformers generate
             from mimesis.models.generation import ChatGenerator, GenerationConfig
 
             generator = ChatGenerator(model, tokenizer, GenerationConfig(
                 max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
                 batch_size=c.batch_size), name=f"hf:{c.model}")
-            self._generate = lambda batch: generator.generate(batch, desc=c.name, seed=c.seed)
+            self._generate = lambda batch: generator.generate(batch, desc=c.name, seed=self.seed)
         self.model = model
 
     def release(self) -> None:
         """Drop the model (reloaded on the next call)."""
-        self.model, self._generate = None, None
+        self.model, self.sampler, self._generate = None, None, None
 
 
 # ----------------------------------------------------------------------------- registry
