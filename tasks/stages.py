@@ -35,11 +35,12 @@ curate = _stage_task("curate")
 label = _stage_task("label", retries=2)
 train_user = _stage_task("train_user")
 freeze_user = _stage_task("freeze_user")
+sft_agent = _stage_task("sft_agent")
 train_agent = _stage_task("train_agent")
 # distill_agent may call an OpenAI-compatible coach endpoint: retry transient network failures.
 distill_agent = _stage_task("distill_agent", retries=1)
 evaluate = _stage_task("evaluate")
 
 TASKS = {"curate": curate, "label": label, "train_user": train_user,
-         "freeze_user": freeze_user, "train_agent": train_agent, "distill_agent": distill_agent,
-         "evaluate": evaluate}
+         "freeze_user": freeze_user, "sft_agent": sft_agent, "train_agent": train_agent,
+         "distill_agent": distill_agent, "evaluate": evaluate}

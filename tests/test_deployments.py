@@ -46,7 +46,7 @@ def test_every_stage_has_a_deployment_on_its_pool() -> None:
         assert d["entrypoint"] == "flows/stage_flows.py:stage_flow"
         assert d["parameters"] == {"stage": stage}
         assert d["work_pool"]["name"] == work_pool(stage)
-    assert {"train_user", "evaluate", "train_agent", "distill_agent"} == GPU_STAGES
+    assert {"train_user", "evaluate", "sft_agent", "train_agent", "distill_agent"} == GPU_STAGES
     for stage in GPU_STAGES:  # agent stages are deployed ahead of joining STAGES
         assert deps[stage]["work_pool"]["name"] == "gpu"
     assert work_pool("curate") == work_pool("freeze_user") == "cpu"

@@ -353,3 +353,14 @@ def _user_sampling():
     from mimesis.rl.agent_training import UserSamplingParams
 
     return UserSamplingParams(max_new_tokens=8)
+
+
+def test_rl_arms_with_different_budgets_are_refused(tmp_path):
+    train, distill, sft = _arms(tmp_path)
+    p = _params()
+    check_arms(agent_sources(train, distill, sft, p), p)  # equal budgets pass
+    meta = json.loads((distill / "meta.json").read_text())
+    meta["params"]["steps"] = 3  # csd trained longer than grpo: csd - grpo would mix two effects
+    (distill / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"one training budget.*'csd': \{'steps': 3\}"):
+        check_arms(agent_sources(train, distill, sft, p), p)

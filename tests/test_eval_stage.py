@@ -8,6 +8,7 @@ import random
 import pytest
 
 from mimesis.eval.agent_run import AgentEvaluateParams
+from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 from mimesis.stages.evaluate import EvaluateParams, run
@@ -52,7 +53,8 @@ def test_evaluate_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, frozen_di
     write_jsonl(label_dir / "test.jsonl", [_conversation(i, rng) for i in range(10)])
     params = EvaluateParams(max_conversations=8, next_positions=2, max_new_tokens=8,
                             batch_size=16, min_support=2, c2st_min_support=3, c2st_folds=2,
-                            seed=0, profile="smoke", agents=AgentEvaluateParams(enabled=False))
+                            seed=0, profile="smoke", agents=AgentEvaluateParams(enabled=False),
+                            fact_reveal=FactRevealParams(enabled=False))  # tests/test_fact_reveal
     assert run(frozen_dir, label_dir, out_dir, params) == out_dir
     # The agent half (covered by tests/test_flow_integration.py) leaves a note when disabled.
     assert "disabled" in (out_dir / "agents.md").read_text()

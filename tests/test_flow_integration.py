@@ -79,9 +79,11 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
     metrics = yaml.safe_load((project / "data/evaluate/metrics.json").read_text())
     assert {"trained", "baseline", "real"} <= set(metrics)
     assert (project / "data/freeze_user/simulator/meta.json").exists()
-    # Agent half: three agents under the training simulator and three unseen users, per env.
+    # Agent half: five agents under the training simulator and three unseen users, per env.
     by_agent = metrics["agents"]["by_agent"]
-    assert set(by_agent) == {"base", "grpo", "csd"}
+    assert set(by_agent) == {"base", "sft", "grpo-prompted", "grpo", "csd"}
+    assert (project / "data/train_agent/grpo-prompted/model").is_dir()
+    assert (project / "data/sft_agent/traces.jsonl").stat().st_size > 0
     smoke_envs = params_yaml(project)["profiles"]["smoke"]["evaluate"]["agents"]["envs"]
     for users in by_agent.values():
         assert set(users) == {"frozen", "replay", "agenda", "prompted-tiny"}
@@ -89,8 +91,11 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
             assert set(envs) == {*smoke_envs, "ALL"}
             assert all(0 <= e["success_rate"] <= 1 and e["n"] >= 1 for e in envs.values())
     episodes = (project / "data/evaluate/agent_episodes.jsonl").read_text().splitlines()
-    assert len(episodes) == 3 * 4 * len(smoke_envs)
+    n_scenarios = params_yaml(project)["profiles"]["smoke"]["evaluate"]["agents"]["n_scenarios"]
+    assert len(episodes) == 5 * 4 * len(smoke_envs) * n_scenarios
     assert (project / "data/evaluate/plots/agents.png").stat().st_size > 1000
+    assert (project / "data/evaluate/plots/agent_diffs.png").stat().st_size > 1000
+    assert metrics["agents"]["diff"]  # paired differences with their CIs
 
     import mlflow
 

@@ -159,6 +159,13 @@ def trained_specs(stage_dir: Path) -> list:
     return scenario_specs(p, max(drawn, p.steps * p.scenarios_per_step))
 
 
+# What makes two RL arms (grpo, grpo-prompted, csd) comparable: the same scenarios and seeds,
+# the same number and size of steps and the same turn budgets; only the user or the loss differs.
+RL_BUDGET_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "group_size",
+                  "max_turns", "max_new_tokens", "max_completion_tokens", "temperature",
+                  "learning_rate", "iterations", "scenario_seed", "seed", "dynamic_sampling")
+
+
 def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> None:
     """Refuse arms that cannot be compared fairly (module docstring), before anything loads.
 
@@ -188,6 +195,15 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
             f"these arms trained with another per-turn budget (max_new_tokens): "
             f"{'; '.join(wrong)}. Evaluate with the training budget: set "
             "evaluate.agents.max_new_tokens to it (and train every arm with the same one)")
+    rl_arms = {n: m["params"] for n, m in metas.items()
+               if m.get("stage") != "sft_agent" and "steps" in m.get("params", {})}
+    budget = {n: {k: params.get(k) for k in RL_BUDGET_KEYS} for n, params in rl_arms.items()}
+    if len({json.dumps(b, sort_keys=True) for b in budget.values()}) > 1:
+        first = next(iter(budget))
+        diff = {n: {k: v for k, v in b.items() if v != budget[first][k]}
+                for n, b in budget.items() if b != budget[first]}
+        raise ValueError(f"the RL arms must share one training budget (same scenarios, seeds, "
+                         f"steps): against {first!r} they differ in {diff}")
     eval_specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
     for name, folder in arms.items():
         try:

@@ -3,6 +3,10 @@
 - :mod:`mimesis.rl.rollout` — :class:`RolloutEngine`: G episodes per scenario, agent ↔ user
   simulator ↔ environment, batched across episodes with a refilling queue; the one token-budget
   rule :func:`enforce_token_budget`.
+  The agent is a token sampler or a :class:`~mimesis.rl.rollout.TextPolicy` that sees only an
+  :class:`~mimesis.rl.rollout.AgentView` (e.g. the scripted experts of
+  :mod:`mimesis.rl.experts`, whose successful episodes :mod:`mimesis.rl.expert_sft` turns into
+  the ``sft_agent`` warm-up set).
 - :mod:`mimesis.rl.tokens` — message-level token assembly with the chat template (env mask,
   log-probs, turn ids; :class:`TemplateDriftError` for templates that rewrite history).
 - :mod:`mimesis.rl.sampling` — :class:`TokenSampler`: batched sampling with log-probs and
@@ -12,7 +16,15 @@
 """
 
 from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
-from mimesis.rl.rollout import RolloutEngine, RolloutStats, enforce_token_budget
+from mimesis.rl.rollout import (
+    AgentView,
+    RolloutEngine,
+    RolloutStats,
+    TextPolicy,
+    ViewTurn,
+    enforce_token_budget,
+    policy_turn_ids,
+)
 from mimesis.rl.sampling import Sample, SamplingParams, TokenSampler
 from mimesis.rl.tokens import TemplateDriftError, Transcript
 from mimesis.rl.trl_rollout import env_reward, make_rollout_func, scenario_dataset, to_trl
@@ -20,6 +32,7 @@ from mimesis.rl.trl_rollout import env_reward, make_rollout_func, scenario_datas
 RolloutRecord = Episode  # the issue's name for the per-episode record
 
 __all__ = [
+    "AgentView",
     "Episode",
     "RolloutEngine",
     "RolloutParams",
@@ -29,12 +42,15 @@ __all__ = [
     "SamplingParams",
     "ScenarioSpec",
     "TemplateDriftError",
+    "TextPolicy",
     "TokenSampler",
     "Transcript",
     "TurnRecord",
+    "ViewTurn",
     "enforce_token_budget",
     "env_reward",
     "make_rollout_func",
+    "policy_turn_ids",
     "scenario_dataset",
     "to_trl",
 ]

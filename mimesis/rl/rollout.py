@@ -14,6 +14,14 @@ call for all live episodes waiting on the agent and ONE simulator call
 
 Token budget (PITFALLS 9): :func:`enforce_token_budget` is the one place that ends an episode
 for length, called after every addition to the completion, whatever the batch size.
+
+Text policies: an agent with an ``act(views) -> texts`` method (:class:`TextPolicy`, e.g. the
+scripted experts of :mod:`mimesis.rl.experts`) plays instead of a token sampler. It sees only
+what an agent sees (:class:`AgentView`: the env's first observation, its own messages and what
+came back); each text becomes the ids a sampler would have produced for it
+(:func:`policy_turn_ids`: content tokens + end-of-turn, checked against the chat template) with
+log-prob 0.0, so its episodes are ordinary :class:`Episode` records with the same
+``prompt_ids``/``completion_ids``/``env_mask`` layout as sampled rollouts.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import dataclasses
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
@@ -36,8 +44,8 @@ from mimesis.rl.records import (
     Termination,
     TurnRecord,
 )
-from mimesis.rl.sampling import TokenGenerateFn
-from mimesis.rl.tokens import Transcript
+from mimesis.rl.sampling import Sample, TokenGenerateFn
+from mimesis.rl.tokens import Messages, TemplateDriftError, Transcript, encode, render
 from mimesis.simulator.runtime import UserSimulator, UserState
 
 Job = tuple[ScenarioSpec, int]  # (scenario, group id)
@@ -49,6 +57,59 @@ class RolloutStats:
 
     agent_batches: list[int] = field(default_factory=list)
     user_batches: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ViewTurn:
+    """One agent turn as the agent saw it: its message and what came back (``source``: ``env``,
+    ``tool`` or ``user``; the user's private reasoning is never here)."""
+
+    agent: str
+    source: str
+    obs: str
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What an agent may know of a live episode: the environment's name, its first observation
+    (task instructions), the message budget and every earlier turn. No task, scenario or user
+    state: a policy that acts on a view cannot read the hidden facts."""
+
+    env: str
+    prompt: str
+    max_turns: int
+    turns: tuple[ViewTurn, ...] = ()
+
+    @property
+    def turns_left(self) -> int:
+        """Agent messages still allowed, this one included."""
+        return self.max_turns - len(self.turns)
+
+
+@runtime_checkable
+class TextPolicy(Protocol):
+    """An agent that answers in text: ``act(views) -> texts``, one message per view, in order."""
+
+    def act(self, views: Sequence[AgentView]) -> list[str]: ...
+
+
+def policy_turn_ids(tokenizer, messages: Messages, text: str) -> list[int]:
+    """The ids a sampling agent would produce to say ``text`` after ``messages``: the content's
+    tokens and the end-of-turn token (``eos_token``), as :class:`~mimesis.rl.tokens.Transcript`
+    expects a sampled turn.
+
+    Raises:
+        TemplateDriftError: the template does not render an assistant turn as
+            ``generation prompt + text + eos_token`` (then sampled turns could not match it
+            either).
+    """
+    before = render(tokenizer, messages, add_generation_prompt=True)
+    after = render(tokenizer, [*messages, {"role": "assistant", "content": text}],
+                   add_generation_prompt=False)
+    if not after.startswith(before + text + tokenizer.eos_token):
+        raise TemplateDriftError("the chat template does not render an agent turn as its text "
+                                 f"followed by {tokenizer.eos_token!r}")
+    return encode(tokenizer, text) + [tokenizer.eos_token_id]
 
 
 @dataclass
@@ -107,14 +168,15 @@ class RolloutEngine:
     """Plays episodes with a sampling agent, a user simulator and registered environments.
 
     Args:
-        agent: Token-level sampler of the agent (e.g. :class:`~mimesis.rl.sampling.TokenSampler`).
+        agent: Token-level sampler of the agent (e.g. :class:`~mimesis.rl.sampling.TokenSampler`),
+            or a :class:`TextPolicy` (its texts are encoded by :func:`policy_turn_ids`).
         tokenizer: The agent's tokenizer; its chat template renders the agent's chat.
         simulator: The user simulator (frozen model or prompted baseline) behind its runtime.
         params: Engine settings.
         progress: Show a tqdm bar over finished episodes.
     """
 
-    def __init__(self, agent: TokenGenerateFn, tokenizer, simulator: UserSimulator,
+    def __init__(self, agent: TokenGenerateFn | TextPolicy, tokenizer, simulator: UserSimulator,
                  params: RolloutParams | None = None, progress: bool = True) -> None:
         self.agent, self.tokenizer, self.simulator = agent, tokenizer, simulator
         self.params = params or RolloutParams()
@@ -172,7 +234,10 @@ class RolloutEngine:
         p = self.params
         limits = [min(p.max_new_tokens, p.max_completion_tokens - len(e.transcript.completion_ids))
                   for e in waiting]
-        samples = self.agent([e.transcript.ids() for e in waiting], limits)
+        if isinstance(self.agent, TextPolicy):
+            samples = self._text_samples(waiting, limits)
+        else:
+            samples = self.agent([e.transcript.ids() for e in waiting], limits)
         if len(samples) != len(waiting):
             raise ValueError(f"agent returned {len(samples)} samples for {len(waiting)} prompts")
         self.stats.agent_batches.append(len(waiting))
@@ -190,6 +255,18 @@ class RolloutEngine:
                 e.phase, e.to_user = "user", info["to_user"]
             else:
                 self._after(e, obs, reward, terminated, truncated, info)
+
+    def _text_samples(self, waiting: list[LiveEpisode], limits: list[int]) -> list[Sample]:
+        """A text policy's messages as samples: its ids (cut at the turn's limit, like a sampled
+        turn), log-probs 0.0."""
+        texts = self.agent.act([agent_view(e, self.params.max_turns) for e in waiting])
+        if len(texts) != len(waiting):
+            raise ValueError(f"text policy returned {len(texts)} texts for {len(waiting)} views")
+        samples = []
+        for e, text, limit in zip(waiting, texts, limits, strict=True):
+            ids = policy_turn_ids(self.tokenizer, e.transcript.messages, text)[:limit]
+            samples.append(Sample(ids, [0.0] * len(ids)))
+        return samples
 
     def _user_step(self, waiting: list[LiveEpisode]) -> None:
         """One simulator call (``next_messages``) for every episode waiting on the user."""
@@ -220,3 +297,10 @@ class RolloutEngine:
         role = self.params.obs_roles[info["obs_source"]]
         e.transcript.add_message({"role": role, "content": obs})
         enforce_token_budget(e, self.params.max_completion_tokens)
+
+
+def agent_view(e: LiveEpisode, max_turns: int) -> AgentView:
+    """The public part of a live episode (:class:`AgentView`)."""
+    prompt = next(m["content"] for m in e.transcript.messages if m["role"] == "user")
+    turns = tuple(ViewTurn(t.agent_text, t.obs_source, t.obs) for t in e.turns)
+    return AgentView(env=e.info["env"], prompt=prompt, max_turns=max_turns, turns=turns)

@@ -9,19 +9,25 @@ the final agent reply when the real user ended there). Rows: trained simulator, 
 real vs real (the ceiling). Metrics: style distances, behaviour-frequency JS, C2ST Turing distance,
 first-turn diversity, intent decomposition, termination F1, role adherence; all also per behaviour.
 
-Agent half (:mod:`mimesis.eval.agent_run`, params ``evaluate.agents``): the base, GRPO
-(``train_agent``) and CSD (``distill_agent``) agents play held-out scenarios of every listed env
-under the frozen training simulator and under unseen users (registry of
-:mod:`mimesis.eval.unseen_users`; the training simulator is refused there).
+Agent half (:mod:`mimesis.eval.agent_run`, params ``evaluate.agents``): the base, SFT
+(``sft_agent``), GRPO (``train_agent/<arm>``: ``grpo-prompted``, ``grpo``) and CSD
+(``distill_agent``) agents play the same held-out scenarios of every listed env, with the same
+seeds, under the frozen training simulator and under unseen users (registry of
+:mod:`mimesis.eval.unseen_users`; the training simulator is refused there); ``comparisons`` get
+paired differences with paired bootstrap CIs. The arms are checked before the realism half runs:
+a missing arm folder, another base model or another per-turn budget than training's is refused.
 
-Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``),
-``table.md``, ``agents.md``, ``agents.json``, ``plots/{lengths,behaviors,agents}.png``,
-``generations.jsonl`` (every generated turn, reasoning in its own field), ``agent_episodes.jsonl``.
-Everything is also logged to the MLflow run ``evaluate``.
+Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``, paired
+differences under ``agents.diff``), ``table.md``, ``agents.md``, ``agents.json``,
+``plots/{lengths,behaviors,agents,agent_diffs}.png``, ``generations.jsonl`` (every generated
+turn, reasoning in its own field), ``agent_episodes.jsonl``, and ``fact_reveal.md`` /
+``fact_reveal.json`` (:mod:`mimesis.eval.fact_reveal`, params ``evaluate.fact_reveal``: does each
+user state its hidden facts when asked; rates under ``fact_reveal`` in metrics.json). Everything
+is also logged to the MLflow run ``evaluate``.
 
 Run: ``python -m mimesis.stages.evaluate --freeze-user data/freeze_user --label data/label
---train-agent data/train_agent --distill-agent data/distill_agent --out data/evaluate`` (or
-``dvc repro evaluate``).
+--sft-agent data/sft_agent --train-agent data/train_agent --distill-agent data/distill_agent
+--out data/evaluate`` (or ``dvc repro evaluate``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from pathlib import Path
 
 from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.embeddings import MiniLMEmbedder, c2st_featurizer
+from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.eval.generate import (
     VIEWS,
     generation_rows,
@@ -75,6 +82,7 @@ class EvaluateParams:
     c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
     embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
     agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
+    fact_reveal: FactRevealParams = field(default_factory=FactRevealParams)
     seed: int = 0
     profile: str = "default"
 
@@ -91,21 +99,29 @@ class EvaluateParams:
 
 
 def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateParams,
-        train_agent_dir: Path | None = None, distill_agent_dir: Path | None = None) -> Path:
+        train_agent_dir: Path | None = None, distill_agent_dir: Path | None = None,
+        sft_agent_dir: Path | None = None) -> Path:
     """Evaluate the frozen simulator and the prompted baseline against real users, then (when
-    ``params.agents.enabled``) the base, GRPO and CSD agents under the frozen and the unseen
+    ``params.agents.enabled``) the base, SFT, GRPO and CSD agents under the frozen and the unseen
     users (see module docstring); returns ``out_dir``.
 
     Raises:
-        FileNotFoundError: ``test.jsonl``, the frozen simulator or an agent folder is missing.
+        FileNotFoundError: ``test.jsonl`` or the frozen simulator is missing, or an agent arm's
+            folder (named in the message) is missing or incomplete.
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
-        ValueError: an unseen user is the training simulator; agent folders not given.
+        ValueError: an unseen user is the training simulator; an arm trained with another
+            per-turn budget or base model, or on a held-out scenario.
     """
     import mlflow
 
+    from mimesis.eval.agent_run import agent_sources, check_arms
     from mimesis.simulator.guards import is_assistant_like
 
     started = time.time()
+    agents = None
+    if params.agents.enabled:  # refuse unfair arms before the realism half spends its minutes
+        agents = agent_sources(train_agent_dir, distill_agent_dir, sft_agent_dir, params.agents)
+        check_arms(agents, params.agents)
     convs = list(read_jsonl(label_dir / "test.jsonl", LabeledConversation))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
                                  params.seed)
@@ -118,20 +134,25 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateP
         featurize = c2st_featurizer(MiniLMEmbedder(batch_size=params.embed_batch_size))
         metrics = evaluate_rows(simulated, real, featurize, is_assistant_like, cfg)
         metrics["counts"] = counts(convs, items, skipped, time.time() - started)
-        if params.agents.enabled:
-            if train_agent_dir is None or distill_agent_dir is None:
-                raise ValueError("agents.enabled needs --train-agent and --distill-agent")
+        if agents is not None:
             from mimesis.eval.agent_run import run_agent_evaluation
 
             metrics["agents"] = run_agent_evaluation(
-                freeze_user_dir, train_agent_dir, distill_agent_dir, label_dir / "test.jsonl",
-                out_dir, params.agents)
+                freeze_user_dir, agents, label_dir / "test.jsonl", out_dir, params.agents)
         else:  # dvc.yaml declares the agent files: say why they are empty
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "agents.md").write_text("Agent evaluation disabled (evaluate.agents.enabled"
                                                ": false).\n")
-            (out_dir / "agents.json").write_text("[]\n")
+            (out_dir / "agents.json").write_text('{"rows": [], "comparisons": []}\n')
             write_jsonl(out_dir / "agent_episodes.jsonl", [])
+        if params.fact_reveal.enabled:  # do the users state their hidden facts when asked?
+            from mimesis.eval.fact_reveal import run_fact_reveal
+
+            metrics["fact_reveal"] = run_fact_reveal(freeze_user_dir, out_dir, params.fact_reveal)
+        else:  # dvc.yaml declares the files
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "fact_reveal.md").write_text("Fact-reveal check disabled.\n")
+            (out_dir / "fact_reveal.json").write_text("{}\n")
         mlflow.log_dict(skipped, "skipped_conversations.json")  # id -> reason (malformed turns)
         write_jsonl(out_dir / "generations.jsonl",
                     [row for n, o in outputs.items()
@@ -207,7 +228,7 @@ def write_outputs(out_dir: Path, metrics: dict, simulated: dict, real: list,
     for name in ("user_simulator", "prompted_user"):
         mlflow.log_text(load_prompt(name), f"prompts/{name}.md")
     for path in ("metrics.json", "table.md", "generations.jsonl", "agents.md", "agents.json",
-                 "agent_episodes.jsonl"):
+                 "agent_episodes.jsonl", "fact_reveal.md", "fact_reveal.json"):
         if (out_dir / path).exists():  # the agent files only when the agent half ran
             mlflow.log_artifact(str(out_dir / path))
     mlflow.log_artifacts(str(out_dir / "plots"), "plots")
@@ -224,9 +245,23 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
               f"role_adherence={m.get('role_adherence', float('nan')):.2f} "
               f"n={m.get('n_turns', 0):.0f}")
     for agent, users in metrics.get("agents", {}).get("by_agent", {}).items():
-        print(f"  agent {agent:5s} mean reward (all envs): " + "  ".join(
+        print(f"  agent {agent:13s} mean reward (all envs): " + "  ".join(
             f"{user}={envs['ALL']['mean_reward']:.3f}" for user, envs in users.items()))
+    for pair, users in metrics.get("agents", {}).get("diff", {}).items():
+        print(f"  diff  {pair:18s} mean reward (all envs): " + "  ".join(
+            f"{user}={_signed(envs['ALL'])}" for user, envs in users.items()))
+    for user, envs in metrics.get("fact_reveal", {}).items():
+        if isinstance(envs, dict):
+            print(f"  fact reveal {user}: " + "  ".join(
+                f"{env}={c['rate']:.0%}" for env, c in envs.items()))
     print(f"  -> {out_dir}/metrics.json, table.md, agents.md, plots/, generations.jsonl")
+
+
+def _signed(d: dict) -> str:
+    """``+0.125 [-0.010, +0.250]`` (CI omitted when there is none)."""
+    ci = "" if d.get("mean_reward_ci_low") is None else (
+        f" [{d['mean_reward_ci_low']:+.3f}, {d['mean_reward_ci_high']:+.3f}]")
+    return f"{d['mean_reward']:+.3f}{ci}"
 
 
 def load_params(params_path: Path = Path("params.yaml")) -> EvaluateParams:
@@ -242,13 +277,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
     parser.add_argument("--label", type=Path, default=Path("data/label"))
-    parser.add_argument("--train-agent", type=Path, default=Path("data/train_agent"))
+    parser.add_argument("--sft-agent", type=Path, default=Path("data/sft_agent"))
+    parser.add_argument("--train-agent", type=Path, default=Path("data/train_agent"),
+                        help="its arms are subfolders (evaluate.agents.train_agent_arms)")
     parser.add_argument("--distill-agent", type=Path, default=Path("data/distill_agent"))
     parser.add_argument("--out", type=Path, default=Path("data/evaluate"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
     params = load_params(Path(args.params))
-    run(args.freeze_user, args.label, args.out, params, args.train_agent, args.distill_agent)
+    run(args.freeze_user, args.label, args.out, params, args.train_agent, args.distill_agent,
+        args.sft_agent)
 
 
 if __name__ == "__main__":
