@@ -106,7 +106,8 @@ def test_prompts() -> None:
     assert SCOOTERS.statement in obs and "agree more" in obs and "[action]" in obs
     assert SCOOTERS.persona not in obs and "You broke your wrist." not in obs
     assert SCOOTERS.persona in goal and "You broke your wrist." in goal
-    assert "start at 2 (disagree)" in goal and "4/7" in goal
+    # The stance example is the user's own (a fixed "4/7" paid a copying user's agent for free).
+    assert "start at 2 (disagree)" in goal and "'My stance: 2/7'" in goal and "4/7" not in goal
 
 
 def test_winning_episode() -> None:

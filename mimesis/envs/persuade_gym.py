@@ -226,8 +226,8 @@ class PersuadeGym(UserEnv[PersuadeTask]):
             "Reply as yourself in a few sentences. Push back on weak or pushy arguments using "
             "your reasons; move your stance only when an argument really answers one of them, "
             "and only a little at a time. Never pretend to be convinced to be polite. Whenever "
-            "you are asked where you stand, state your current stance as a number, e.g. "
-            "'My stance: 4/7'."
+            "you are asked where you stand, state your current stance as a number; right now: "
+            f"'My stance: {n}/7'."
         )
 
     def on_search(self, query: str) -> str:

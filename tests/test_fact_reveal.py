@@ -1,0 +1,190 @@
+"""Fact-reveal check: the env parsers decide, probes never carry their fact, the stage reports it.
+
+Scripted users (``generate_fn`` over the simulator's view) answer from the scenario text they
+are given, by rules written here, not by the probes' own judges: one states the fact, one
+dodges, one echoes the question, one always says "Yes".
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+import re
+
+import pytest
+
+from mimesis.eval import fact_probes, fact_reveal
+from mimesis.eval.fact_probes import Fact, check_fact, task_fact, turtle_probes
+from mimesis.eval.fact_reveal import TRAIN_ENVS, FactRevealParams, env_probes, play, summarize
+from mimesis.simulator.runtime import UserSimulator
+
+PARAMS = FactRevealParams(n_tasks=6, users=[{"name": "agenda", "kind": "agenda"}])
+
+
+def _think(text: str) -> str:
+    return f"<think>scripted</think>\n{text}"
+
+
+def _function_answer(goal: str, question: str) -> str:
+    from mimesis.envs.function_rules import evaluate_rule, format_number
+
+    rule = re.search(r"f\(a, b, c, d\) = (.+?) \(Python", goal).group(1)
+    numbers = [int(n) for n in re.findall(r"\d+", question)]
+    return f"It's {format_number(evaluate_rule(rule, numbers))}."
+
+
+def _travel_answer(goal: str, question: str) -> str:
+    prefs = re.findall(r"^- ([\w ]+): the ([\w ]+) must be (.+?) \(say this", goal, re.MULTILINE)
+    budget = any(w in question.lower() for w in ("budget", "pay", "price"))
+    for _, attr, value in prefs:
+        if budget and attr == "price":
+            return f"My budget: {value}."
+        if not budget and attr in question:
+            return f"I'd like {value}."
+    return "no idea"
+
+
+def _tau_answer(goal: str, question: str) -> str:
+    q = question.lower()
+    booking = r"\b(?=\w*\d)[A-Z0-9]{6}\b"
+    patterns = [("user id", r"\b[a-z]+_[a-z]+_\d+\b"),
+                ("name", r"(?:are|is) ([A-Z][a-z]+ [A-Z][a-z]+)"), ("zip", r"\b\d{5}\b"),
+                ("order", r"#W\d{7}"), ("email", r"\S+@\S+\.com"), ("reservation", booking),
+                ("confirmation", booking)]
+    for cue, rx in patterns:
+        if cue in q:
+            match = re.search(rx, goal)
+            return f"Sure, it's {match.group(match.lastindex or 0)}." if match else "no idea"
+    return "no idea"
+
+
+def _turtle_answer(goal: str, question: str) -> str:
+    answers = {p["question"]: p["answer"] for ps in turtle_probes().values() for p in ps}
+    asked = next(q for q in answers if q in question)
+    return "Yes." if answers[asked] == "yes" else "No."
+
+
+def _persuade_answer(goal: str, question: str) -> str:
+    stance = re.search(r"you start at (\d)", goal).group(1)
+    return f"My stance: {stance}/7"
+
+
+STATE_FACT = {"FunctionGym": _function_answer, "TravelGym": _travel_answer,
+              "TurtleGym": _turtle_answer, "TauGym": _tau_answer, "PersuadeGym": _persuade_answer}
+
+
+def _scripted(answer):
+    """A ``generate_fn``: ``answer(system prompt, agent's last message)`` per view."""
+    return lambda batch: [_think(answer(v[0]["content"], v[-1]["content"])) for v in batch]
+
+
+@pytest.fixture(scope="module")
+def probes():
+    return {env: env_probes(env, PARAMS) for env in TRAIN_ENVS}
+
+
+@pytest.mark.parametrize("env", TRAIN_ENVS)
+def test_stating_user_scores_all_and_dodging_or_echoing_user_none(env, probes) -> None:
+    cases = probes[env]
+    assert len(cases) == PARAMS.n_tasks * PARAMS.phrasings
+    assert len({c.fact.task_id for c in cases}) == PARAMS.n_tasks
+    stating = play(UserSimulator(_scripted(STATE_FACT[env])), cases)
+    assert [r["reply"] for r in stating if not r["revealed"]] == []
+    dodging = play(UserSimulator(_scripted(lambda g, q: "Hmm, I'd rather not say right now.")),
+                   cases)
+    assert sum(r["revealed"] for r in dodging) == 0
+    echoing = play(UserSimulator(_scripted(lambda g, q: q)), cases)
+    assert all(r["reply"] for r in echoing)  # the echo was sent, and judged
+    assert sum(r["revealed"] for r in echoing) == 0
+
+
+def test_always_yes_user_scores_about_half_on_turtle(probes) -> None:
+    rows = play(UserSimulator(_scripted(lambda g, q: "Yes.")), probes["TurtleGym"])
+    assert summarize(rows)["rate"] == pytest.approx(0.5)
+
+
+def test_every_training_task_has_a_fact_whose_probes_do_not_state_it() -> None:
+    from mimesis.envs import make
+    from mimesis.envs.registry import task_indices
+
+    for name in TRAIN_ENVS:
+        env = make(name)
+        resets = ([{"seed": s} for s in range(30)] if env.tasks is None else
+                  [{"options": {"index": i}} for i in task_indices(len(env.tasks), "train")])
+        for position, kwargs in enumerate(resets):
+            env.reset(**kwargs)
+            fact = task_fact(env, position)  # raises when a question passes its own judge
+            assert len(fact.questions) >= 3
+
+
+def test_check_fact_refuses_a_probe_that_contains_its_fact() -> None:
+    leaky = Fact("FunctionGym", "t", "value", "f = 42", ("Is f(1, 2, 3, 5) = 42?",),
+                 lambda reply: "42" in reply)
+    with pytest.raises(ValueError, match="states its own fact"):
+        check_fact(leaky)
+
+
+def test_parsers_are_narrow() -> None:
+    assert doctest.testmod(fact_probes).failed == 0
+    assert doctest.testmod(fact_reveal).failed == 0
+    assert fact_probes.yes_no("No idea, sorry") is None
+    assert fact_probes.stated_values("anything but 2 stops", ("nonstop", "1 stop", "2 stops")) \
+        == {"2 stops"}
+
+
+def test_params_refuse_unknown_users_and_held_out_envs() -> None:
+    with pytest.raises(ValueError, match="fact_reveal.users"):
+        FactRevealParams(users=["gpt"])
+    with pytest.raises(ValueError, match="not train"):
+        FactRevealParams(envs=["TelepathyGym"])
+
+
+@pytest.mark.slow
+def test_evaluate_stage_writes_fact_reveal_outputs(tmp_path) -> None:
+    """The stage on the smoke setup (tiny random Llama): fact_reveal.json/md and metrics."""
+    import random
+
+    import mlflow
+    import torch
+
+    from mimesis.eval.agent_run import AgentEvaluateParams
+    from mimesis.io import write_json, write_jsonl
+    from mimesis.models.base import load_base
+    from mimesis.rl.agent_training import UserSamplingParams
+    from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
+    from mimesis.simulator.frozen import hash_files
+    from mimesis.stages.evaluate import EvaluateParams, run
+
+    sim_dir = tmp_path / "freeze_user" / "simulator"
+    model, tokenizer = load_base("tiny-llama")
+    with torch.no_grad():  # not the tiny base itself: the prompted tiny user must be allowed
+        next(model.parameters()).add_(0.01)
+    model.save_pretrained(sim_dir)
+    tokenizer.save_pretrained(sim_dir)
+    write_json(sim_dir / "meta.json", {"base_model": "tiny-llama", "files": hash_files(sim_dir)})
+    rng = random.Random(0)
+    convs = [LabeledConversation(
+        id=f"c{i}", turns=[Turn(role="user", text=f"help me fix bug {rng.randint(0, 99)}"),
+                           Turn(role="assistant", text="Sure, show me the code.")],
+        labels=[TurnLabel(turn_index=0, reasoning="", reasoning_annotator="none")],
+        scenario=Scenario(goal=f"fix python bug {i}", annotator="test"), end_reasoning="",
+        end_reasoning_annotator="none") for i in range(6)]
+    write_jsonl(tmp_path / "label" / "test.jsonl", convs)
+    users = ["frozen", {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
+                        "max_new_tokens": 8}, {"name": "agenda", "kind": "agenda"}]
+    params = EvaluateParams(
+        max_conversations=6, max_new_tokens=8, batch_size=8, min_support=2, c2st_min_support=3,
+        c2st_folds=2, profile="smoke", agents=AgentEvaluateParams(enabled=False),
+        fact_reveal=FactRevealParams(n_tasks=2, users=users,
+                                     user=UserSamplingParams(max_new_tokens=8)))
+    out_dir = tmp_path / "evaluate"
+    run(tmp_path / "freeze_user", tmp_path / "label", out_dir, params)
+
+    report = json.loads((out_dir / "fact_reveal.json").read_text())
+    assert set(report["results"]) == {"frozen", "prompted-tiny", "agenda"}
+    assert len(report["rows"]) == 3 * len(TRAIN_ENVS) * 2 * 3
+    assert "| TauGym |" in (out_dir / "fact_reveal.md").read_text()
+    metrics = json.loads((out_dir / "metrics.json").read_text())["fact_reveal"]
+    assert metrics["agenda"]["TravelGym"]["n"] == 6
+    runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate'")
+    assert "metrics.fact_reveal/frozen/TauGym" in runs.columns
