@@ -26,8 +26,8 @@ from mimesis.eval.agents import (
 )
 from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt
 from mimesis.rl import Sample, ScenarioSpec
-from mimesis.rl.agent_training import scenario_specs
 from mimesis.rl.records import Episode
+from mimesis.rl.scenarios import scenario_specs
 from mimesis.rl.tokens import encode
 from mimesis.schemas import Conversation, Turn
 from mimesis.simulator.runtime import UserSimulator

@@ -181,7 +181,8 @@ def test_resampling_stops_at_max_rounds_and_keeps_flat_groups():
 
 
 def test_scenario_stream_fresh_scenarios_follow_the_dataset_and_keep_the_env():
-    from mimesis.rl.agent_training import AgentRLParams, ScenarioStream, scenario_specs
+    from mimesis.rl.agent_training import AgentRLParams
+    from mimesis.rl.scenarios import ScenarioStream, scenario_specs
 
     p = AgentRLParams(envs=["FunctionGym", "TravelGym"], steps=2, scenarios_per_step=2)
     stream = ScenarioStream(p)

@@ -142,7 +142,9 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
     assert meta["steps"] >= 1 and meta["train_loss"] > 0
     # the agent loaders of evaluate and train_agent accept it
     load_agent("adapter", out)
-    user = rl.load_user(frozen / "freeze_user", rl_params(_small()))
+    from mimesis.rl.frozen_user import load_user
+
+    user = load_user(frozen / "freeze_user", rl_params(_small()))
     assert rl.load_start_policy(out, user, _small())[2]["name"] == "sft_agent"
     mlflow.set_tracking_uri(f"sqlite:///{frozen / 'mlflow.db'}")
     (run_,) = mlflow.search_runs(experiment_names=["test-sft"], output_format="list")

@@ -142,7 +142,7 @@ def test_tampered_simulator_refuses_training(tmp_path, monkeypatch):
 
 def test_frozen_guard_refuses_simulator_in_optimizer_or_changed():
     from mimesis.models.base import load_base
-    from mimesis.rl.agent_training import FrozenGuard
+    from mimesis.rl.frozen_user import FrozenGuard
 
     sim, tok = load_base("tiny-llama")
     agent, _ = load_base("tiny-llama")
@@ -214,7 +214,7 @@ def test_params_yaml_sections_build(profile):
 
 
 def test_held_out_environments_are_refused_for_training():
-    from mimesis.rl.agent_training import scenario_specs
+    from mimesis.rl.scenarios import scenario_specs
 
     specs = scenario_specs(data.small_params(envs=["FunctionGym", "TravelGym"], steps=2))
     assert [s.env for s in specs] == ["FunctionGym", "TravelGym"] * 2

@@ -16,7 +16,8 @@ from pathlib import Path
 from mimesis.envs.function_gym import FunctionGym
 from mimesis.envs.registry import _REGISTRY, register
 from mimesis.io import write_json
-from mimesis.rl.agent_training import AgentRLParams, FrozenUser, UserSamplingParams
+from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams
+from mimesis.rl.frozen_user import FrozenUser
 from mimesis.simulator.runtime import UserSimulator
 
 PRIVATE_FACT = "my secret number is 4242"
@@ -69,7 +70,7 @@ def small_params(cls=AgentRLParams, **overrides):
 def scripted_user(model, tokenizer, max_turns: int = 3) -> FrozenUser:
     """A :class:`FrozenUser` whose simulator answers ``<think>…</think>`` + a fresh value each
     time; ``model`` stands in as the frozen weights the guard watches."""
-    from mimesis.rl.agent_training import weights_fingerprint
+    from mimesis.rl.frozen_user import weights_fingerprint
 
     counter = itertools.count(1)
 

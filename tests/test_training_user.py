@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.rl.agent_training import AgentRLParams, FrozenUser, UserSamplingParams
+from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams
+from mimesis.rl.frozen_user import FrozenUser
 from mimesis.rl.training_user import ArmParams, describe, parse_arms, training_simulator
 
 

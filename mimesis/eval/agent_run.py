@@ -131,7 +131,7 @@ def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
 
 def trained_specs(stage_dir: Path) -> list:
     """The scenarios a finished agent stage played, rebuilt from its ``meta.json`` with
-    :func:`~mimesis.rl.agent_training.scenario_specs`.
+    :func:`~mimesis.rl.scenarios.scenario_specs`.
 
     RL stages (params ``steps``, ``scenarios_per_step``): the first ``scenarios_drawn`` of the
     scenario stream (dynamic sampling's replacements included; default ``steps ×
@@ -143,7 +143,8 @@ def trained_specs(stage_dir: Path) -> list:
     Raises:
         KeyError: the params lack what picks the scenarios.
     """
-    from mimesis.rl.agent_training import AgentRLParams, scenario_specs
+    from mimesis.rl.agent_training import AgentRLParams
+    from mimesis.rl.scenarios import scenario_specs
 
     meta = _meta(stage_dir)
     params = dict(meta.get("params", {}))
@@ -250,7 +251,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     from mimesis.eval.agents import evaluate_agents, load_agent
     from mimesis.eval.unseen_users import build_unseen, release
     from mimesis.io import write_jsonl
-    from mimesis.rl.agent_training import AgentRLParams, load_user
+    from mimesis.rl.agent_training import AgentRLParams
+    from mimesis.rl.frozen_user import load_user
 
     started = time.perf_counter()
     check_arms(agents, p)

@@ -15,7 +15,7 @@ opening turn: measured, an opening turn first lowered the frozen simulator's rat
 right fact from the reply; a reply the runtime did not send (the user ended) is not a reveal.
 
 Users (params ``users``): ``frozen`` — the training simulator (``<freeze_user>/simulator``,
-loaded by :func:`~mimesis.rl.agent_training.load_user`, sampled as train_agent samples it) — and
+loaded by :func:`~mimesis.rl.frozen_user.load_user`, sampled as train_agent samples it) — and
 entries of :class:`~mimesis.eval.unseen_users.UnseenUserConfig` (e.g. the prompted base model,
 the agenda user), built by :func:`~mimesis.eval.unseen_users.build_unseen`.
 
@@ -170,7 +170,8 @@ def build_users(freeze_user_dir: Path, p: FactRevealParams) -> dict[str, Any]:
     unseen = build_unseen([u for u in p.users if u != FROZEN], sim_dir, max_turns=2)
 
     def frozen():
-        from mimesis.rl.agent_training import AgentRLParams, load_user
+        from mimesis.rl.agent_training import AgentRLParams
+        from mimesis.rl.frozen_user import load_user
 
         return load_user(Path(freeze_user_dir), AgentRLParams(
             envs=list(p.envs), dtype=p.dtype, user=p.user, seed=p.seed)).simulator

@@ -8,7 +8,7 @@ it, and two identical agents would get different users and different scores.
 
 - a ``generate_fn`` with a ``reseed(seed)`` method (``HFUser``, ``OpenAIUser``, and the offline
   ``ReplayUser`` / ``AgendaUser``, deterministic, for which it is a no-op) is asked to reseed;
-- ``TokenSampler.chat`` (the frozen simulator of :func:`~mimesis.rl.agent_training.load_user`)
+- ``TokenSampler.chat`` (the frozen simulator of :func:`~mimesis.rl.frozen_user.load_user`)
   is replaced by the ``chat`` of a fresh :class:`~mimesis.rl.sampling.TokenSampler` on the same
   model, tokenizer and sampling params (:func:`fresh_sampler`): new generator, empty cache;
 - anything else is refused (its randomness cannot be restarted, so runs would not be paired).

@@ -1,17 +1,13 @@
 """The parts of the agent RL recipe shared by ``train_agent`` and ``distill_agent``: their common
-params, the frozen user simulator and its guard, the scenario list, TRL's config, resumable
-training, and what a finished run writes and logs.
+params, TRL's config, the trainer over the scenario stream, the policy a run starts from,
+resumable training, and the run's summaries.
 
-The frozen simulator is loaded through :func:`~mimesis.simulator.frozen.load_frozen` (sha256 of
-every file checked first: a tampered folder raises ``FrozenSimulatorError`` before any model is
-built), its weights are fingerprinted, taken out of autograd, and checked by :class:`FrozenGuard`:
-not one of its parameters may be in the optimizer, and its fingerprint must be the same after
-training.
+The frozen simulator and its guard are in :mod:`mimesis.rl.frozen_user`; the training scenarios
+in :mod:`mimesis.rl.scenarios`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import warnings
@@ -20,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import TrainerCallback
 
+from mimesis.rl.frozen_user import FrozenGuard, FrozenUser
 from mimesis.rl.grpo import HISTORY, make_episode_rollout_func
-from mimesis.rl.records import RolloutParams, ScenarioSpec
-from mimesis.simulator.frozen import FrozenSimulatorError, load_frozen
+from mimesis.rl.records import RolloutParams
+from mimesis.rl.scenarios import ScenarioStream, scenario_specs
 
 
 @dataclass(frozen=True)
@@ -109,156 +105,12 @@ class AgentRLParams:
         check_envs(self.envs, "train", self.env_kwargs)
 
 
-def scenario_specs(p: AgentRLParams, count: int | None = None) -> list[ScenarioSpec]:
-    """The first ``count`` (default ``steps × scenarios_per_step``) scenarios of
-    :class:`ScenarioStream` ``(p)``: envs in turn, seeds from ``scenario_seed`` on.
-
-    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
-    """
-    stream = ScenarioStream(p)
-    n = p.steps * p.scenarios_per_step if count is None else count
-    return [stream.spec(i) for i in range(n)]
-
-
-class ScenarioStream:
-    """Training scenarios by position: scenario ``i`` is env ``envs[i % len(envs)]`` with seed
-    ``scenario_seed + i``.
-
-    Procedural envs get the seed alone; envs with a fixed task list also get
-    ``options={"index": k}``, ``k`` drawn with that seed from the training part of the list
-    (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
-    ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
-
-    The first ``steps × scenarios_per_step`` positions are the dataset of the run; dynamic
-    sampling draws its replacements with :meth:`fresh` from the positions after them, so a run
-    that resamples still plays only training scenarios, and ``drawn`` (recorded in the stage's
-    ``meta.json`` as ``scenarios_drawn``) says how far the stream went.
-    """
-
-    def __init__(self, p: AgentRLParams) -> None:
-        from mimesis.envs import make
-
-        self.p = p
-        tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
-        self.counts = {env: None if t is None else len(t) for env, t in tasks.items()}
-        self.drawn = p.steps * p.scenarios_per_step
-
-    def spec(self, i: int) -> ScenarioSpec:
-        """Scenario ``i`` of the stream."""
-        import numpy as np
-
-        from mimesis.envs.registry import task_indices
-
-        p = self.p
-        env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
-        options = {}
-        if self.counts[env] is not None:
-            allowed = task_indices(self.counts[env], "train")
-            options = {"index": allowed[int(np.random.default_rng(seed).integers(len(allowed)))]}
-        return ScenarioSpec(env=env, seed=seed, options=options,
-                            env_kwargs=p.env_kwargs.get(env, {}))
-
-    def fresh(self, env: str) -> ScenarioSpec:
-        """The next undrawn scenario of ``env`` (dynamic sampling's replacement).
-
-        Raises:
-            ValueError: ``env`` is not one of the run's envs.
-        """
-        if env not in self.p.envs:
-            raise ValueError(f"{env} is not a training env of this run ({self.p.envs})")
-        while self.p.envs[self.drawn % len(self.p.envs)] != env:
-            self.drawn += 1
-        self.drawn += 1
-        return self.spec(self.drawn - 1)
-
-
 def rollout_params(p: AgentRLParams) -> RolloutParams:
     """Engine settings: every episode of a step in flight at once."""
     return RolloutParams(group_size=p.group_size,
                          max_concurrent=p.scenarios_per_step * p.group_size,
                          max_turns=p.max_turns, max_new_tokens=p.max_new_tokens,
                          max_completion_tokens=p.max_completion_tokens)
-
-
-def weights_fingerprint(model) -> str:
-    """sha256 over every parameter and buffer (name, dtype, shape, bytes), in name order."""
-    digest = hashlib.sha256()
-    tensors = dict(model.named_parameters())
-    tensors.update(dict(model.named_buffers()))
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}".encode())
-        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return digest.hexdigest()
-
-
-@dataclass
-class FrozenUser:
-    """The loaded frozen simulator: runtime, model, tokenizer, ``meta.json`` and fingerprint."""
-
-    simulator: Any
-    model: Any
-    tokenizer: Any
-    meta: dict
-    fingerprint: str
-    sim_dir: Path
-
-
-def load_user(freeze_dir: Path, p: AgentRLParams) -> FrozenUser:
-    """Verify and load ``<freeze_dir>/simulator`` and wrap it as the user of the rollouts.
-
-    Raises:
-        FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
-    """
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
-    from mimesis.simulator.runtime import UserSimulator
-
-    sim_dir = Path(freeze_dir) / "simulator"
-    model, tokenizer, meta = load_frozen(sim_dir, dtype=p.dtype)
-    if torch.cuda.is_available():  # the trainer moves the agent; the simulator is ours to place
-        model.to("cuda")
-    model.requires_grad_(False)
-    model.eval()
-    u = p.user
-    sampler = TokenSampler(model, tokenizer, SamplingParams(
-        temperature=u.temperature, top_p=u.top_p, max_new_tokens=u.max_new_tokens,
-        batch_size=u.batch_size), seed=p.seed)
-    simulator = UserSimulator(sampler.chat, max_turns=p.max_turns)
-    return FrozenUser(simulator, model, tokenizer, meta, weights_fingerprint(model), sim_dir)
-
-
-class FrozenGuard(TrainerCallback):
-    """Refuses training that could touch the frozen simulator.
-
-    ``on_train_begin``: no simulator parameter requires grad or sits in the optimizer.
-    ``on_train_end``: the simulator's weights fingerprint is unchanged.
-
-    Raises:
-        FrozenSimulatorError: either check fails.
-    """
-
-    def __init__(self, user: FrozenUser) -> None:
-        self.user = user
-
-    def check_optimizer(self, optimizer) -> None:
-        """Raise if a simulator parameter is trainable or in ``optimizer``."""
-        sim = {id(q) for q in self.user.model.parameters()}
-        if any(q.requires_grad for q in self.user.model.parameters()):
-            raise FrozenSimulatorError("a frozen simulator parameter requires grad")
-        held = [q for g in (optimizer.param_groups if optimizer else []) for q in g["params"]]
-        if any(id(q) in sim for q in held):
-            raise FrozenSimulatorError("the optimizer holds frozen simulator parameters")
-
-    def check_weights(self) -> None:
-        """Raise if the simulator's weights changed since loading."""
-        if weights_fingerprint(self.user.model) != self.user.fingerprint:
-            raise FrozenSimulatorError("the frozen simulator's weights changed during training")
-
-    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
-        self.check_optimizer(optimizer)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.check_weights()
 
 
 def grpo_config(p: AgentRLParams, ckpt_dir: Path, max_completion_length: int):

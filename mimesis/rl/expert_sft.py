@@ -48,11 +48,11 @@ def rl_params(p):
 
 def play_experts(user, tokenizer, p, progress: bool = True) -> list[Episode]:
     """``episodes_per_scenario`` expert episodes of every training scenario of ``p``, against
-    ``user`` (a :class:`~mimesis.rl.agent_training.FrozenUser`), encoded with the agent's
+    ``user`` (a :class:`~mimesis.rl.frozen_user.FrozenUser`), encoded with the agent's
     ``tokenizer``; returned in scenario order."""
-    from mimesis.rl.agent_training import scenario_specs
     from mimesis.rl.experts import ExpertPolicy
     from mimesis.rl.rollout import RolloutEngine
+    from mimesis.rl.scenarios import scenario_specs
 
     params = RolloutParams(group_size=p.episodes_per_scenario, max_concurrent=p.max_concurrent,
                            max_turns=p.max_turns, max_new_tokens=p.max_new_tokens,

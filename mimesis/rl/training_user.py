@@ -3,7 +3,7 @@
 Kinds (params: an arm's ``user``):
 
 * ``frozen`` — the frozen MIMESIS simulator (``<freeze_user>/simulator``, hash-verified by
-  :func:`~mimesis.rl.agent_training.load_user`), sampled by the rollout engine's
+  :func:`~mimesis.rl.frozen_user.load_user`), sampled by the rollout engine's
   :class:`~mimesis.rl.sampling.TokenSampler`. The default, and the paper's Stage I/II user.
 * ``prompted`` — the control of the paper's main agent claim: the *same base model* the
   simulator was fine-tuned from (``model``, default the simulator's ``meta.json``
@@ -99,7 +99,7 @@ def training_simulator(arm: ArmParams, frozen, p) -> UserSimulator:
 
     Args:
         arm: The arm.
-        frozen: The loaded frozen simulator (:class:`~mimesis.rl.agent_training.FrozenUser`);
+        frozen: The loaded frozen simulator (:class:`~mimesis.rl.frozen_user.FrozenUser`);
             its runtime is the ``frozen`` user, its ``meta.json`` names the prompted user's model.
         p: The stage's :class:`~mimesis.rl.agent_training.AgentRLParams` (``user`` sampling,
             ``max_turns``, ``dtype``, ``seed``).

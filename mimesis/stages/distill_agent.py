@@ -89,6 +89,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.rl import agent_training as rl
     from mimesis.rl.coach import make_coach
     from mimesis.rl.csd import CSDTrainer
+    from mimesis.rl.frozen_user import load_user
     from mimesis.simulator.prompts import load_prompt
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
@@ -100,7 +101,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
         start_meta = json.loads((sft_agent_dir / "meta.json").read_text())
     report.clear_outputs(out_dir, _OUTPUTS)
     with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
-        user = rl.load_user(freeze_user_dir, params)  # hash check first
+        user = load_user(freeze_user_dir, params)  # hash check first
         model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
         decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
         resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(

@@ -97,8 +97,8 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
             ``rejects.jsonl`` are written first).
     """
     from mimesis.models.base import base_dir, load_base
-    from mimesis.rl import agent_training as rl
     from mimesis.rl import expert_sft as sft
+    from mimesis.rl.frozen_user import FrozenGuard, load_user
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
     from mimesis.train.stage_helpers import clear_outputs
@@ -106,7 +106,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
     clear_outputs(out_dir, _OUTPUTS)
     with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
-        user = rl.load_user(freeze_user_dir, sft.rl_params(params))  # hash check first
+        user = load_user(freeze_user_dir, sft.rl_params(params))  # hash check first
         model, tokenizer = load_base(params.base_model, dtype=params.dtype)
         started = time.perf_counter()
         traces = sft.triage(sft.play_experts(user, tokenizer, params), tokenizer.eos_token_id,
@@ -118,7 +118,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
         key = fingerprint(decisive, inputs, base_dir(params.base_model).name)
         resume = prepare_checkpoints(out_dir / "checkpoints", key)
         trainer = sft.build_trainer(model, tokenizer, traces.kept, params, out_dir / "checkpoints",
-                                    [rl.FrozenGuard(user), MlflowMetricsCallback()])
+                                    [FrozenGuard(user), MlflowMetricsCallback()])
         started = time.perf_counter()
         result = trainer.train(resume_from_checkpoint=resume)
         timing["train_seconds"] = round(time.perf_counter() - started, 1)

@@ -5,7 +5,7 @@ files' sha256 are checked against its ``meta.json``) and ``<freeze_user_dir>/sim
 file's sha256 checked against its ``meta.json`` before anything loads; a tampered folder refuses
 training). The frozen simulator only plays the user: its weights are out of autograd and out of
 the optimizer, and their fingerprint is checked again after training
-(:class:`mimesis.rl.agent_training.FrozenGuard`).
+(:class:`mimesis.rl.frozen_user.FrozenGuard`).
 
 Arms (params ``arms``; :mod:`mimesis.rl.training_user`): by default ``grpo`` (the frozen
 simulator as the user) and ``grpo-prompted`` (the same base model prompted to act as a user:
@@ -87,7 +87,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
         mimesis.train.merge.StaleTrainingError: the SFT adapter differs from its ``meta.json``
             or was trained against another simulator.
     """
-    from mimesis.rl import agent_training as rl
+    from mimesis.rl.frozen_user import load_user
     from mimesis.rl.training_user import parse_arms
 
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
@@ -96,7 +96,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
     arms = parse_arms(params.arms)
     _clear_stale(out_dir, {a.name for a in arms})
     with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
-        user = rl.load_user(freeze_user_dir, params)  # hash check first
+        user = load_user(freeze_user_dir, params)  # hash check first
         metas = [_train_arm(arm, user, freeze_user_dir, sft_agent_dir, out_dir / arm.name,
                             params, inputs) for arm in arms]
         write_json(out_dir / "meta.json", {

@@ -1,0 +1,77 @@
+"""Training scenarios of the agent RL stages: the scenario stream and its first positions.
+
+Moved out of :mod:`mimesis.rl.agent_training` unchanged; the stream is shared by
+``sft_agent``, ``train_agent``, ``distill_agent`` and the evaluation's disjointness check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mimesis.rl.records import ScenarioSpec
+
+if TYPE_CHECKING:
+    from mimesis.rl.agent_training import AgentRLParams
+
+
+def scenario_specs(p: AgentRLParams, count: int | None = None) -> list[ScenarioSpec]:
+    """The first ``count`` (default ``steps × scenarios_per_step``) scenarios of
+    :class:`ScenarioStream` ``(p)``: envs in turn, seeds from ``scenario_seed`` on.
+
+    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
+    """
+    stream = ScenarioStream(p)
+    n = p.steps * p.scenarios_per_step if count is None else count
+    return [stream.spec(i) for i in range(n)]
+
+
+class ScenarioStream:
+    """Training scenarios by position: scenario ``i`` is env ``envs[i % len(envs)]`` with seed
+    ``scenario_seed + i``.
+
+    Procedural envs get the seed alone; envs with a fixed task list also get
+    ``options={"index": k}``, ``k`` drawn with that seed from the training part of the list
+    (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
+    ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
+
+    The first ``steps × scenarios_per_step`` positions are the dataset of the run; dynamic
+    sampling draws its replacements with :meth:`fresh` from the positions after them, so a run
+    that resamples still plays only training scenarios, and ``drawn`` (recorded in the stage's
+    ``meta.json`` as ``scenarios_drawn``) says how far the stream went.
+    """
+
+    def __init__(self, p: AgentRLParams) -> None:
+        from mimesis.envs import make
+
+        self.p = p
+        tasks = {env: make(env, **p.env_kwargs.get(env, {})).tasks for env in p.envs}
+        self.counts = {env: None if t is None else len(t) for env, t in tasks.items()}
+        self.drawn = p.steps * p.scenarios_per_step
+
+    def spec(self, i: int) -> ScenarioSpec:
+        """Scenario ``i`` of the stream."""
+        import numpy as np
+
+        from mimesis.envs.registry import task_indices
+
+        p = self.p
+        env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
+        options = {}
+        if self.counts[env] is not None:
+            allowed = task_indices(self.counts[env], "train")
+            options = {"index": allowed[int(np.random.default_rng(seed).integers(len(allowed)))]}
+        return ScenarioSpec(env=env, seed=seed, options=options,
+                            env_kwargs=p.env_kwargs.get(env, {}))
+
+    def fresh(self, env: str) -> ScenarioSpec:
+        """The next undrawn scenario of ``env`` (dynamic sampling's replacement).
+
+        Raises:
+            ValueError: ``env`` is not one of the run's envs.
+        """
+        if env not in self.p.envs:
+            raise ValueError(f"{env} is not a training env of this run ({self.p.envs})")
+        while self.p.envs[self.drawn % len(self.p.envs)] != env:
+            self.drawn += 1
+        self.drawn += 1
+        return self.spec(self.drawn - 1)
