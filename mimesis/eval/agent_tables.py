@@ -132,16 +132,9 @@ def diff_plot(diffs: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.set_xlabel("difference a − b", fontsize=8)
         ax.set_title(f"user: {user}", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
-    for k in range(len(users), nrows * ncols):
-        axes[k // ncols][k % ncols].axis("off")
     axes[0][0].legend(fontsize=7, loc="best")
-    fig.suptitle("Paired differences over environments (95% paired bootstrap CI)", fontsize=11)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_panels(fig, axes, len(users),
+                        "Paired differences over environments (95% paired bootstrap CI)", path)
 
 
 def agent_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
@@ -182,10 +175,18 @@ def agent_plot(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
         if k % ncols == 0:
             ax.set_ylabel("mean reward")
-    for k in range(len(sims), nrows * ncols):
-        axes[k // ncols][k % ncols].axis("off")
     axes[0][0].legend(fontsize=8, title="agent", title_fontsize=8)
-    fig.suptitle("Agents on held-out scenarios (95% CI)", fontsize=11)
+    return _save_panels(fig, axes, len(sims), "Agents on held-out scenarios (95% CI)", path)
+
+
+def _save_panels(fig, axes, used: int, title: str, path: Path) -> Path:
+    """Blank the panels after the first ``used``, title the figure, write it as PNG, close it."""
+    import matplotlib.pyplot as plt
+
+    ncols = len(axes[0])
+    for k in range(used, len(axes) * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
