@@ -29,7 +29,7 @@ def _function_answer(goal: str, question: str) -> str:
     from mimesis.envs.function_rules import evaluate_rule, format_number
 
     rule = re.search(r"f\(a, b, c, d\) = (.+?) \(Python", goal).group(1)
-    numbers = [int(n) for n in re.findall(r"\d+", question)]
+    numbers = [int(n) for n in re.findall(r"\d+", question)][:4]  # the env's working follows
     return f"It's {format_number(evaluate_rule(rule, numbers))}."
 
 
@@ -93,7 +93,10 @@ def test_stating_user_scores_all_and_dodging_or_echoing_user_none(env, probes) -
     dodging = play(UserSimulator(_scripted(lambda g, q: "Hmm, I'd rather not say right now.")),
                    cases)
     assert sum(r["revealed"] for r in dodging) == 0
-    echoing = play(UserSimulator(_scripted(lambda g, q: q)), cases)
+    # echoes the agent's question (FunctionGym's view adds the user's private working, which
+    # holds the value on purpose: stating it is the user's job)
+    echoing = play(UserSimulator(_scripted(lambda g, q: q.split("\n\n[Your private")[0])),
+                   cases)
     assert all(r["reply"] for r in echoing)  # the echo was sent, and judged
     assert sum(r["revealed"] for r in echoing) == 0
 

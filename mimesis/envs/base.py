@@ -129,6 +129,13 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     def user_goal(self) -> str:
         """The user's private knowledge and how to answer (goal text of the scenario)."""
 
+    def user_view(self, message: str) -> str:
+        """What the user simulator reads for the agent's ``[action]`` ``message`` (default: the
+        message itself). An env may append private working the user would do in their head
+        (FunctionGym: the rule's value at the inputs asked for); the agent never sees it, and
+        ``info["to_user"]`` stays the agent's own message."""
+        return message
+
     @abstractmethod
     def on_search(self, query: str) -> str:
         """Tool result for ``[search] query``."""

@@ -14,6 +14,7 @@ for rules with true division whose values the agent may round to two decimals), 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from mimesis.envs.registry import register
 from mimesis.schemas import Reject
 
 ANSWER_TOLERANCE = 0.01
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,36 @@ class FunctionGym(UserEnv[FunctionTask]):
             f"Refuse to evaluate the test case {self._case_text()}: say you can't give that "
             "one. If the agent's message has no four numbers, ask for four numbers."
         )
+
+    def user_view(self, message: str) -> str:
+        """``message`` plus the user's private working: ``f`` at the first four numbers of the
+        message, or a reminder that they are the test case (refused).
+
+        A person who knows the rule works the value out before replying; a small simulator
+        cannot do arithmetic reliably, so the env does it for them and the simulator only has to
+        say it (the fact-reveal check measures that it does). The agent never sees this text.
+
+        >>> env = FunctionGym(); _ = env.reset(seed=0)
+        >>> value = format_number(evaluate_rule(env.task.rule, (1, 1, 1, 1)))
+        >>> env.user_view("What is f(1, 1, 1, 1)?").endswith(f"f(1, 1, 1, 1) = {value}]")
+        True
+        >>> env.user_view("Any hint?")
+        'Any hint?'
+        """
+        numbers = [float(m) for m in _NUMBER.findall(message)][:4]
+        if len(numbers) < 4:
+            return message
+        x = tuple(numbers)
+        shown = ", ".join(format_number(v) for v in x)
+        if all(abs(v - t) < 1e-9 for v, t in zip(x, self.task.test_case, strict=True)):
+            note = f"[Your private working: ({shown}) is the test case; refuse it]"
+        else:
+            try:
+                note = (f"[Your private working: f({shown}) = "
+                        f"{format_number(evaluate_rule(self.task.rule, x))}]")
+            except (ZeroDivisionError, ValueError, OverflowError):
+                note = f"[Your private working: f({shown}) is undefined]"
+        return f"{message}\n\n{note}"
 
     def on_search(self, query: str) -> str:
         # The test case is the only thing to look up, so every query returns it.

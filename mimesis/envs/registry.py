@@ -64,6 +64,31 @@ def task_indices(n_tasks: int, part: Literal["train", "eval"]) -> list[int]:
     return [i for i in range(n_tasks) if (i % HELD_OUT_EVERY == held) == (part == "eval")]
 
 
+# The user simulator's grounding dialogues (train_user) and the fact-reveal probes (evaluate)
+# must not share tasks, or the check would measure recall of training rows: procedural envs give
+# grounding the seeds from GROUNDING_SEED on (probes use small seeds), fixed lists split their
+# training part between the two (:func:`fact_indices`).
+GROUNDING_SEED = 300_000
+
+
+def fact_indices(n_tasks: int, use: Literal["grounding", "probe"]) -> list[int]:
+    """Training-part indices of a fixed task list for the simulator's grounding dialogues or for
+    the fact-reveal probes: alternate indices of :func:`task_indices` ``"train"``, so the two
+    never share a task.
+
+    Examples:
+        >>> fact_indices(10, "grounding"), fact_indices(10, "probe")
+        ([0, 2, 5, 7], [1, 3, 6, 8])
+
+    Raises:
+        ValueError: ``use`` is neither ``grounding`` nor ``probe``.
+    """
+    if use not in ("grounding", "probe"):
+        raise ValueError(f"use must be 'grounding' or 'probe', got {use!r}")
+    train = task_indices(n_tasks, "train")
+    return train[0::2] if use == "grounding" else train[1::2]
+
+
 def register(cls: E) -> E:
     """Class decorator: add an environment to the registry under ``cls.name``.
 

@@ -4,9 +4,10 @@ Why (PITFALLS 12): a user simulator that ignores its scenario can still look hum
 C2ST check, but an agent trained against it can never succeed — the facts it must draw out are
 never said. For each training environment, tasks of the *training* part are reset (procedural
 envs: seeds ``scenario_seed + k``; fixed task lists: a seeded sample of
-:func:`~mimesis.envs.registry.task_indices` ``"train"``), one hidden fact per task is picked and
-asked for directly in several phrasings (:mod:`mimesis.eval.fact_probes`). Each probe is the
-first agent message of an episode, played through the real runtime exactly as the rollout engine
+:func:`~mimesis.envs.registry.fact_indices` ``"probe"``; neither is a task of the simulator's
+grounding dialogues, :mod:`mimesis.train.grounding`), one hidden fact per task is picked and
+asked for directly in several phrasings (:mod:`mimesis.eval.fact_probes`). The user reads each
+probe as it would in a rollout (``env.user_view``). Each probe is the first agent message of an episode, played through the real runtime exactly as the rollout engine
 plays it (``UserSimulator.init_state(info["scenario"])``, then
 ``next_messages([(probe, state), …])``, one batched call per (user, env), the user's sampling
 restarted from ``seed`` before each env; the agent speaks first in the envs, so there is no user
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from mimesis.envs.registry import GROUNDING_SEED
 from mimesis.eval.agent_stats import bootstrap_ci
 from mimesis.eval.fact_probes import Fact, task_fact
 from mimesis.rl.agent_training import UserSamplingParams
@@ -80,6 +82,9 @@ class FactRevealParams:
 
         if self.n_tasks < 1 or not 1 <= self.phrasings <= 3 or self.n_bootstrap < 1:
             raise ValueError("fact_reveal: need n_tasks >= 1, phrasings in 1-3, n_bootstrap >= 1")
+        if self.scenario_seed + self.n_tasks > GROUNDING_SEED:
+            raise ValueError(f"fact_reveal: procedural probe seeds must stay below {GROUNDING_SEED} "
+                             "(the simulator's grounding dialogues use the seeds from there on)")
         check_envs(self.envs, "train", self.env_kwargs)
         bad = [u for u in self.users if not (u == FROZEN or isinstance(u, Mapping))]
         if bad or not self.users:
@@ -96,18 +101,19 @@ class Probe:
     phrasing: int
     question: str
     scenario: Scenario
+    to_user: str  # what the user reads: ``env.user_view(question)``, as in a rollout
 
 
 def env_probes(env_name: str, p: FactRevealParams) -> list[Probe]:
     """``n_tasks × phrasings`` probes of one env, on training-split tasks (module docstring)."""
     from mimesis.envs import make
-    from mimesis.envs.registry import task_indices
+    from mimesis.envs.registry import fact_indices
 
     env = make(env_name, **p.env_kwargs.get(env_name, {}))
     if env.tasks is None:
         resets = [{"seed": p.scenario_seed + k} for k in range(p.n_tasks)]
     else:
-        allowed = task_indices(len(env.tasks), "train")
+        allowed = fact_indices(len(env.tasks), "probe")
         rng = np.random.default_rng(p.scenario_seed)
         picked = rng.choice(allowed, size=min(p.n_tasks, len(allowed)), replace=False)
         resets = [{"seed": p.scenario_seed, "options": {"index": int(i)}} for i in picked]
@@ -115,7 +121,7 @@ def env_probes(env_name: str, p: FactRevealParams) -> list[Probe]:
     for position, kwargs in enumerate(resets):
         _, info = env.reset(**kwargs)
         fact = task_fact(env, position)
-        probes += [Probe(fact, k, q, info["scenario"])
+        probes += [Probe(fact, k, q, info["scenario"], env.user_view(q))
                    for k, q in enumerate(fact.questions[:p.phrasings])]
     return probes
 
@@ -123,8 +129,8 @@ def env_probes(env_name: str, p: FactRevealParams) -> list[Probe]:
 def play(simulator, probes: Sequence[Probe]) -> list[dict[str, Any]]:
     """Ask every probe (one batched ``next_messages`` call); one record per probe."""
     states = [simulator.init_state(pr.scenario) for pr in probes]
-    replies = simulator.next_messages([(pr.question, s) for pr, s in zip(probes, states,
-                                                                          strict=True)])
+    replies = simulator.next_messages([(pr.to_user, s) for pr, s in zip(probes, states,
+                                                                         strict=True)])
     rows = []
     for pr, (reply, state) in zip(probes, replies, strict=True):
         f = pr.fact

@@ -252,7 +252,7 @@ class RolloutEngine:
             turn.kind, turn.to_user = info["kind"], info["to_user"]
             turn.obs, turn.obs_source = obs, info["obs_source"]
             if info["to_user"] is not None:
-                e.phase, e.to_user = "user", info["to_user"]
+                e.phase, e.to_user = "user", e.env.user_view(info["to_user"])
             else:
                 self._after(e, obs, reward, terminated, truncated, info)
 

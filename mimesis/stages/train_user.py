@@ -3,7 +3,9 @@
 Reads ``<label_dir>/{train,val}.jsonl`` (``LabeledConversation``), flips roles
 (``mimesis.simulator.roles.flip_roles``: real user turns become the assistant role, with their
 ``<think>`` reasoning and the end signal), and trains the base model with TRL's ``SFTTrainer``
-(``assistant_only_loss``: loss on the simulator's turns only), LoRA by default.
+(``assistant_only_loss``: loss on the simulator's turns only), LoRA by default. The training
+rows also get scripted grounding dialogues on training-env tasks
+(:mod:`mimesis.train.grounding`), so the simulator states its scenario's facts when asked.
 
 Writes to ``<out_dir>``: ``model/`` (LoRA adapter, or full model, + tokenizer), ``meta.json``,
 ``train_log.json`` (Trainer log history), ``rejects.jsonl``; ``checkpoints/`` while training (a
@@ -25,6 +27,7 @@ from pathlib import Path
 from mimesis.io import sha256_file, write_json, write_jsonl
 from mimesis.params import build, stage_params
 from mimesis.tracking import git_commit, stage_run
+from mimesis.train.grounding import GroundingParams
 
 STAGE = "train_user"
 # Params that do not change what training computes: changing them keeps checkpoints resumable.
@@ -72,6 +75,8 @@ class TrainUserParams:
     eval_at_start: bool = True  # eval loss of the untrained base too (baseline for the curve)
     keep_checkpoints: bool = False  # keep checkpoints/ after success (large for full FT)
     lora: LoraParams = field(default_factory=LoraParams)
+    # scripted env dialogues mixed into the training rows: the simulator states its facts
+    grounding: GroundingParams = field(default_factory=GroundingParams)
     seed: int = 13
     profile: str = "default"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mimesis.io import read_jsonl
 from mimesis.schemas import LabeledConversation, Reject
+from mimesis.train.grounding import build_grounding_rows
 from mimesis.train.reporting import MlflowMetricsCallback, loss_figure, render_mask
 from mimesis.train.sft import count_parameters
 from mimesis.train.sft_data import build_rows
@@ -41,7 +42,9 @@ def clear_outputs(out_dir: Path, names: tuple[str, ...] | None = None) -> None:
 
 
 def load_splits(label_dir: Path, tokenizer, params) -> SplitData:
-    """Role-flipped, length-fitted SFT rows of ``train.jsonl`` and ``val.jsonl``.
+    """Role-flipped, length-fitted SFT rows of ``train.jsonl`` and ``val.jsonl``; the training
+    rows also get ``params.grounding``'s dialogues (:mod:`mimesis.train.grounding`), counted
+    under ``counts["grounding"]``.
 
     Raises:
         FileNotFoundError: a split file is missing.
@@ -58,6 +61,13 @@ def load_splits(label_dir: Path, tokenizer, params) -> SplitData:
                                            limit=limit)
         data.rejects += rejects
         data.counts[split] = {"rows": len(rows), **counts}
+        grounding = getattr(params, "grounding", None)
+        if split == "train" and grounding is not None and grounding.tasks_per_env:
+            extra, extra_rejects, extra_counts = build_grounding_rows(grounding, tokenizer,
+                                                                      params.max_length)
+            data.rejects += extra_rejects
+            data.counts["grounding"] = {"rows": len(extra), **extra_counts}
+            rows = rows + extra  # the trainer's sampler shuffles
         dataset = Dataset.from_list(rows) if rows else None
         setattr(data, split, dataset)
     if data.train is None:
@@ -116,6 +126,11 @@ def print_summary(out_dir: Path, summary: dict) -> None:
           f"{train.get('tokens', 0)} tokens; {summary['steps']} steps in "
           f"{summary['train_seconds']:.0f} s ({summary['train_tokens_per_second']} tok/s); "
           f"trainable {summary['parameters']['trainable']:,} params")
+    grounding = summary["counts"].get("grounding")
+    if grounding:
+        per_env = ", ".join(f"{k} {v}" for k, v in grounding.items() if k not in ("rows",
+                                                                                   "tokens"))
+        print(f"  + {grounding['rows']} grounding dialogues ({per_env})")
     print(f"  train loss {fmt(summary['train_loss'])}; eval loss "
           f"{fmt(summary['eval_loss_start'])} -> {fmt(summary['eval_loss'])}; model -> "
           f"{out_dir / 'model'}")
