@@ -95,9 +95,9 @@ def _function(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
         roll = rng.random()
         if roll < 0.12:
             case = ", ".join(format_number(v) for v in task.test_case)
-            yield (rng.choice(_F_TEST).format(x=case), "That is the test case; I must not "
-                   "evaluate it.", rng.choice(("Sorry, I can't give you that one.",
-                                               "I can't give that one.")))
+            refusal = rng.choice(("Sorry, I can't give you that one.", "I can't give that one."))
+            yield (rng.choice(_F_TEST).format(x=case),
+                   "That is the test case; I must not evaluate it.", refusal)
         elif roll < 0.22:
             yield (rng.choice(_F_HINT), "No numbers there, and I never hint at the formula.",
                    rng.choice(("Give me four numbers.", "Please give me four numbers a, b, c, d.")))
@@ -107,8 +107,9 @@ def _function(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
 
 
 # ----------------------------------------------------------------------------- TravelGym
-_T_OPEN = ("Hi! What are you looking for in a {label}?", "Tell me what matters to you for the "
-           "{label}.", "Okay, let's find your {label}. Any requirements?")
+_T_OPEN = ("Hi! What are you looking for in a {label}?",
+           "Tell me what matters to you for the {label}.",
+           "Okay, let's find your {label}. Any requirements?")
 _T_ATTR = ("Any {attr} you'd prefer?", "And the {attr}?", "What about the {attr} for the {label}?",
            "Is there a {attr} you need?", "Thoughts on {attr}?")
 _T_BUDGET = ("What can you spend on the {label}?", "Price limit for the {label}?",
@@ -212,8 +213,9 @@ def _persuade(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
     stance = rng.choice((f"My stance: {n}/7.", f"{n}/7.", f"I'd say {n}/7."))
     yield rng.choice(_P_ASK), f"They want my stance. I'm at {n} ({SCALE[n]}).", stance
     reason = rng.choice(task.reasons)
+    pushback = f"That doesn't convince me: {reason[0].lower() + reason[1:]}. My stance: {n}/7."
     yield (rng.choice(_P_PUSH), "That is pushy and answers none of my reasons; I stay where I am.",
-           f"That doesn't convince me: {reason[0].lower() + reason[1:]}. My stance: {n}/7.")
+           pushback)
     yield rng.choice(_P_ASK), f"Still at {n}; nothing has answered my reasons.", stance
 
 
