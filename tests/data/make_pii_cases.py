@@ -132,8 +132,7 @@ TEMPLATES = {
     ],
     "google_api_key": [
         "The Maps key {s} stopped working today.",
-        '<script src="https://maps.googleapis.com/maps/api/js?libraries=places&k'
-        '=x"></script> key {s}',
+        "Embed it with libraries=places and key {s} in the script tag.",
         "GOOGLE_API_KEY = '{s}'",
     ],
     "slack_token": [
@@ -199,7 +198,7 @@ def _b64url(rng: random.Random, n: int) -> str:
     return _rand(rng, n, B62 + "-_")
 
 
-def _value(kind: str, i: int, rng: random.Random) -> str:  # noqa: C901 (one branch per type)
+def _value(kind: str, i: int, rng: random.Random) -> str:
     if kind == "email":
         user = rng.choice(["ann.lee", "m.whitfield", "priya_r", "jdoe1987", "oluwa+shop"])
         return f"{user}@{rng.choice(['gmail.com', 'example.org', 'uni-leeds.ac.uk', 'corp.io'])}"
