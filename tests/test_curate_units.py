@@ -56,11 +56,11 @@ def test_reader_stops_cleanly_at_the_cut(tmp_path: Path) -> None:
     assert not read.closed
 
 
-def test_reader_reports_a_mid_file_syntax_error(tmp_path: Path) -> None:
+def test_reader_reports_a_mid_file_syntax_error_with_no_element_after(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
-    path.write_text('[{"id": "a_0"}, {"id": "b_0" "oops": 1}, {"id": "c_0"}]')
+    path.write_text('[{"id": "a_0"}, {"id": "b_0" "oops": 1}, [{"c": 0}]]')
     read = read_records(path)
-    assert [r.key for r in read.records] == ["a_0"]
+    assert [r.key for r in read.records] == ["a_0"] and not read.skipped
     assert read.cut is not None and not read.cut.at_eof and read.cut.partial_id == "b_0"
 
 

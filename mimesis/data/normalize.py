@@ -4,6 +4,9 @@ Rules (each rejection names a reason code; every record of a rejected conversati
 - ``malformed``: an element that is not ``{"id": str, "conversations": [{"from": str,
   "value": str}, ...]}``. The other chunks of its conversation get ``sibling_malformed:<key>``,
   because a missing chunk leaves a hole in the dialogue.
+- ``bad_unicode``: an id, role or text holding a byte that is not UTF-8 or a lone surrogate
+  escape (``\\ud800``): it cannot be written as UTF-8. Its siblings get
+  ``sibling_bad_unicode:<key>``, for the same reason.
 - ``empty_conversation``: an element with no turns (ShareGPT repeats some ids as an empty element
   followed by the real one); ``duplicate_chunk:<key>``: a second non-empty element for the same
   chunk of a conversation (the first is kept).
@@ -30,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mimesis.data.sharegpt import RawRecord, split_chunk_id
+from mimesis.data.sharegpt import RawRecord, has_bad_unicode, split_chunk_id
 from mimesis.schemas import Conversation, Reject, Turn
 
 STAGE = "curate"
@@ -91,11 +94,13 @@ def parse_turns(record: RawRecord) -> list[tuple[str, str]]:
     """Check one raw element's shape and return its ``(from, value)`` pairs.
 
     Raises:
-        RejectError: ``malformed`` or ``empty_conversation``.
+        RejectError: ``malformed``, ``bad_unicode`` or ``empty_conversation``.
     """
     data = record.data
     if not isinstance(data, dict) or not record.id:
         raise RejectError("malformed", "element is not an object with a string id")
+    if has_bad_unicode(record.id):
+        raise RejectError("bad_unicode", "the id is not valid UTF-8")
     turns = data.get("conversations")
     if not isinstance(turns, list):
         raise RejectError("malformed", "'conversations' is not a list")
@@ -104,6 +109,11 @@ def parse_turns(record: RawRecord) -> list[tuple[str, str]]:
         ok = isinstance(turn, dict) and isinstance(turn.get("from"), str)
         if not ok or not isinstance(turn.get("value"), str):
             raise RejectError("malformed", f"turn {j} lacks string 'from'/'value'")
+        for name in ("from", "value"):
+            if has_bad_unicode(turn[name]):
+                raise RejectError(
+                    "bad_unicode", f"turn {j} '{name}': a non-UTF-8 byte or a lone surrogate"
+                )
         pairs.append((turn["from"], turn["value"]))
     if not pairs:
         raise RejectError("empty_conversation", "element has no turns")
@@ -126,8 +136,8 @@ def normalize_group(conv_id: str, records: list[RawRecord]) -> GroupResult:
             out.rejects.append(
                 Reject(id=rec.key, stage=STAGE, reason=err.reason, detail=err.detail)
             )
-            if err.reason == "malformed":
-                return _reject_rest(out, records, f"sibling_malformed:{rec.key}")
+            if err.reason in ("malformed", "bad_unicode"):
+                return _reject_rest(out, records, f"sibling_{err.reason}:{rec.key}")
             continue
         k = split_chunk_id(rec.id)[1]
         if k in chunks:

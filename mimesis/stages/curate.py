@@ -28,7 +28,7 @@ from tqdm import tqdm
 from mimesis.data.dedup import Deduplicator
 from mimesis.data.normalize import STAGE, RejectError, check_caps, detect_english, normalize_group
 from mimesis.data.pii import PLACEHOLDERS, scrub_conversation
-from mimesis.data.sharegpt import ReadResult, read_records, source_file, split_chunk_id
+from mimesis.data.sharegpt import Cut, ReadResult, read_records, source_file, split_chunk_id
 from mimesis.data.split import SPLITS, assign_splits
 from mimesis.data.validate import Limits, conversation_frame, raise_on_failure, validate_frame
 from mimesis.io import sha256_file, write_json, write_jsonl
@@ -86,13 +86,14 @@ class Ledger:
 
     def counts(self, read: ReadResult, convs: list[Conversation], pii: Counter) -> dict:
         """Reconciling counts; raises RuntimeError if a record is lost or counted twice."""
-        raw = [r.key for r in read.records] + ([read.cut.key] if read.cut else [])
+        raw = [r.key for r in read.records] + [c.key for c in _cuts(read)]
         placed = [s for c in convs for s in c.source_ids] + [r.id for r in self.rejects]
-        if sorted(raw) != sorted(placed):
-            lost, extra = set(raw) - set(placed), Counter(placed) - Counter(raw)
+        lost, extra = Counter(raw) - Counter(placed), Counter(placed) - Counter(raw)
+        if lost or extra:
             raise RuntimeError(
-                f"curate lost {sorted(lost)[:5]} / double-counted "
-                f"{sorted(extra)[:5]} records: a bug in the stage"
+                f"curate: {sum(lost.values())} input records are neither output nor rejected "
+                f"(e.g. {sorted(lost)[:5]}), {sum(extra.values())} placed records are not in the "
+                f"input or placed twice (e.g. {sorted(extra)[:5]}): a bug in the stage"
             )
         kept = {c.id for c in convs}
         return {
@@ -161,18 +162,31 @@ def _source_info(path: Path, read: ReadResult) -> dict:
         "closed": read.closed,
         "stopped_at_max_records": read.stopped_at_max_records,
         "cut": cut,
+        "skipped": [dataclasses.asdict(c) for c in read.skipped],
+        "trailing": dataclasses.asdict(read.trailing) if read.trailing else None,
     }
 
 
 def _assemble(read: ReadResult, ledger: Ledger) -> list[Conversation]:
-    """Group records by conversation id and normalise them; the cut element is a reject."""
-    if read.cut is not None:
-        reason = "truncated_record" if read.cut.at_eof else "malformed"
-        detail = f"{read.cut.error}; {read.cut.unparsed_chars} chars left unparsed"
-        ledger.rejects.append(Reject(id=read.cut.key, stage=STAGE, reason=reason, detail=detail))
+    """Group records by conversation id and normalise them; undecodable text is a reject."""
+    for cut in _cuts(read):
+        if cut is read.trailing:
+            reason = "trailing_data"
+        elif cut is read.cut:
+            reason = "truncated_record" if cut.at_eof else "malformed"
+        else:
+            reason = "malformed_json"
+        detail = f"{cut.error}; {cut.unparsed_chars} chars left unparsed"
+        ledger.rejects.append(Reject(id=cut.key, stage=STAGE, reason=reason, detail=detail))
     groups: dict[str, list] = {}
     for rec in read.records:
-        groups.setdefault(split_chunk_id(rec.id)[0] if rec.id else rec.key, []).append(rec)
+        if not rec.id:  # no conversation to join: an element without an id is malformed alone
+            detail = "element is not an object with a string id"
+            ledger.rejects.append(
+                Reject(id=rec.key, stage=STAGE, reason="malformed", detail=detail)
+            )
+            continue
+        groups.setdefault(split_chunk_id(rec.id)[0], []).append(rec)
     convs = []
     for conv_id, records in tqdm(groups.items(), desc="curate: assemble", unit="conv"):
         result = normalize_group(conv_id, records)
@@ -183,6 +197,15 @@ def _assemble(read: ReadResult, ledger: Ledger) -> list[Conversation]:
             if result.trimmed:
                 ledger.trimmed.add(conv_id)
     return convs
+
+
+def _cuts(read: ReadResult) -> list[Cut]:
+    """Every span of the source that did not decode to an element, in file order."""
+    return [
+        *read.skipped,
+        *([read.cut] if read.cut else []),
+        *([read.trailing] if read.trailing else []),
+    ]
 
 
 def _filter(convs: list[Conversation], params: CurateParams, ledger: Ledger) -> list[Conversation]:

@@ -1,0 +1,102 @@
+"""PII/secret recall on the seeded set ``tests/data/pii_cases.jsonl`` and false positives on
+ordinary text (issue 13, "Secrets survive the scrubber")."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mimesis.data.pii import scrub
+
+DATA_DIR = Path(__file__).parent / "data"
+# Parts of a secret that are not identifying on their own (street types, PEM armour).
+_GENERIC = {"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "lane", "drive",
+            "dr", "ct", "terrace", "parkway", "way", "close", "grove", "hill", "mount", "main",
+            "begin", "end", "rsa", "private", "key", "jr"}  # fmt: skip
+ORDINARY = [  # chat and code without personal data: nothing may be replaced
+    "Can you explain the difference between TCP and UDP in simple terms?",
+    "Write a haiku about autumn leaves falling on a quiet pond.",
+    "git commit -m 'fix' && git push origin main  # sha 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+    "import torch\nmodel = AutoModel.from_pretrained('bert-base-uncased')\ntokens = tokenizer(text)",
+    "uuid 123e4567-e89b-12d3-a456-426614174000 and version 2.14.4 released 2023-03-15",
+    "The Treaty of Versailles was signed in 1919 after the First World War ended.",
+    "for i in range(10):\n    print(f'step {i}: loss={loss:.4f}')",
+    "Our revenue grew 12.5% to $4,300,000 in Q3; EBITDA was 1,250,000.",
+    "Use the Python requests library: response = requests.get(url, timeout=30)",
+    "max_tokens = 4096\ntemperature = 0.7\nsecret_sauce = compute_recipe(ingredients, steps)",
+    "token = tokenizer.batch_decode(outputs, skip_special_tokens=True)",
+    "password = request.form['password']\napi_key = os.environ['OPENAI_API_KEY']",
+    "The base64 of 'hello' is aGVsbG8= and its sha256 starts with 2cf24dba5fb0a30e.",
+    "Set the key to YOUR_API_KEY_HERE_REPLACE_ME_1234 in config.yaml before running.",
+    "Dear Sir or Madam, I am writing to apply for the position of data analyst.",
+    "Hi there! Could you translate this paragraph into Spanish for me?",
+    "Thanks for your help yesterday, the script works now.",
+    "The meeting is on Monday at 10:30 in room 4B, building 7.",
+    "My order #A1234567 arrived damaged; the tracking code was 1Z999AA10123456784.",
+    "Explain sk-learn pipelines and the difference between fit and fit_transform.",
+]
+
+
+def _cases() -> list[dict]:
+    return [json.loads(line) for line in (DATA_DIR / "pii_cases.jsonl").open()]
+
+
+def _leaks(case: dict, out: str) -> list[str]:
+    """Identifying parts of the secret still in ``out`` (and not elsewhere in the sentence)."""
+    if case["secret"] in out:
+        return [case["secret"]]
+    rest = case["text"].replace(case["secret"], " ")
+    pieces = [
+        p for p in re.findall(r"[A-Za-z0-9]{3,}", case["secret"]) if p.lower() not in _GENERIC
+    ]
+
+    def has(text: str, piece: str) -> bool:
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])", text) is not None
+
+    return [p for p in pieces if has(out, p) and not has(rest, p)]
+
+
+def test_seeded_set_is_reproducible_and_wide() -> None:
+    spec = importlib.util.spec_from_file_location("make_pii_cases", DATA_DIR / "make_pii_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.cases() == _cases()
+    types = Counter(c["type"] for c in _cases())
+    assert sum(types.values()) >= 200 and len(types) >= 15
+
+
+def test_recall_overall_and_per_type() -> None:
+    hit, total = Counter(), Counter()
+    misses = []
+    for case in _cases():
+        total[case["type"]] += 1
+        out = scrub(case["text"])[0]
+        if leaks := _leaks(case, out):
+            misses.append((case["type"], out, leaks))
+        else:
+            hit[case["type"]] += 1
+    recall = {t: hit[t] / n for t, n in total.items()}
+    assert sum(hit.values()) / sum(total.values()) >= 0.95, misses
+    assert min(recall.values()) >= 0.9, (recall, misses)
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_no_false_positive_on_ordinary_text(text: str) -> None:
+    assert scrub(text) == (text, Counter())
+
+
+def test_issue_examples_are_scrubbed() -> None:
+    text = (
+        "key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY, token xoxb-263594206564-2343594206574-"
+        "FGqddMF8t08v8N7Oq4i57vs1, IBAN GB82 WEST 1234 5698 7654 32, "
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+        " and api_token = 'Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0'"
+    )
+    out, counts = scrub(text)
+    assert counts == Counter({"SECRET": 4, "IBAN": 1}), out
+    assert "api_token = '[SECRET]'" in out
