@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from mimesis.train.sft import checkpoint_problem, prepare_checkpoints
 from mimesis.tracking import stage_run
+from mimesis.train.sft import checkpoint_problem, prepare_checkpoints
 
 
 def _checkpoint(root: Path, step: int) -> Path:
