@@ -238,7 +238,7 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
         mimesis.simulator.frozen.FrozenSimulatorError: the folder fails verification.
         BackendUnavailableError: ``vllm`` requested but not installed.
     """
-    from mimesis.simulator.frozen import load_frozen, verify
+    from mimesis.simulator.frozen import load_frozen, recorded_fingerprint, verify
 
     if kind == "transformers":
         model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32")
@@ -246,7 +246,7 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
                                    max_prompt_tokens=max_prompt_tokens)
     if kind == "vllm":
         import_vllm()  # fail with the install hint before hashing gigabytes of weights
-        verify(Path(sim_dir))
+        verify(Path(sim_dir), recorded_fingerprint(Path(sim_dir)))
         return VLLMBackend(Path(sim_dir), dtype=dtype or "bfloat16",
                            max_prompt_tokens=max_prompt_tokens, name=name or kind, **vllm_kwargs)
     raise ValueError(f"unknown backend {kind!r}: use 'transformers' or 'vllm'")
