@@ -181,8 +181,13 @@ def serve(
     scenarios: Annotated[Path | None, typer.Option(
         help="Label split file whose conversation ids clients may send as scenario_id.")] = None,
     goal: Annotated[str | None, _o("Goal of episodes that name no scenario.")] = None,
-    api_key: Annotated[str | None, _o("Require 'Authorization: Bearer KEY'.",
-                                      envvar="MIMESIS_API_KEY")] = None,
+    api_key: Annotated[str | None, _o("Agents' key: 'Authorization: Bearer KEY' (required "
+                                      "off loopback).", envvar="MIMESIS_API_KEY")] = None,
+    private_key: Annotated[str | None, _o("The only key that reads /ep/ID/private.",
+                                          envvar="MIMESIS_PRIVATE_KEY")] = None,
+    max_episode_bytes: Annotated[int, _o("Text bytes one episode may hold.")] = 256 * 1024,
+    max_total_bytes: Annotated[int, _o("Text bytes all episodes may hold (LRU beyond).")]
+    = 256 * 1024 * 1024,
     dtype: Annotated[str | None, _o("float32 (CPU default) / bfloat16.")] = None,
     tensor_parallel_size: Annotated[int, _o("vllm: GPUs per replica.")] = 1,
     gpu_memory_utilization: Annotated[float, _o("vllm: GPU memory share.")] = 0.85,
@@ -193,14 +198,21 @@ def serve(
     from mimesis.serve.app import run_server
     from mimesis.serve.backends import BackendUnavailableError, load_backend
     from mimesis.serve.batching import BatchingSimulator
-    from mimesis.serve.config import ServeConfig, load_scenarios
+    from mimesis.serve.config import ServeConfig, check_bind, load_scenarios
     from mimesis.simulator.frozen import FrozenSimulatorError
 
-    config = ServeConfig(model_name=model_name, max_turns=max_turns, default_max_tokens=max_tokens,
-                         max_tokens_limit=max_tokens_limit, temperature=temperature, top_p=top_p,
-                         max_body_bytes=max_body_bytes, episode_ttl_s=episode_ttl,
-                         max_episodes=max_episodes, batch_window_ms=batch_window_ms,
-                         max_batch=max_batch, api_key=api_key, default_goal=goal)
+    try:
+        config = ServeConfig(
+            model_name=model_name, max_turns=max_turns, default_max_tokens=max_tokens,
+            max_tokens_limit=max_tokens_limit, temperature=temperature, top_p=top_p,
+            max_body_bytes=max_body_bytes, episode_ttl_s=episode_ttl, max_episodes=max_episodes,
+            batch_window_ms=batch_window_ms, max_batch=max_batch, api_key=api_key,
+            private_key=private_key, default_goal=goal, max_episode_bytes=max_episode_bytes,
+            max_total_bytes=max_total_bytes)
+        check_bind(host, config)  # before loading gigabytes of weights
+    except ValueError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from err
     vllm_opts = ({"tensor_parallel_size": tensor_parallel_size,
                   "gpu_memory_utilization": gpu_memory_utilization} if backend == "vllm" else {})
     try:

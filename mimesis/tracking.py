@@ -3,11 +3,18 @@
 The tracking URI defaults to ``sqlite:///mlflow.db`` (set in ``mimesis.runtime_env``). A Prefect
 flow run exports ``MIMESIS_PARENT_RUN_ID``; a stage started by ``dvc repro`` alone gets its own
 top-level run.
+
+A stage run records the host and process that run it (tags ``mimesis.host``, ``mimesis.pid``).
+A process killed mid-stage (SIGKILL, OOM, a cancelled flow) leaves its run RUNNING for ever; the
+next start of the same stage marks such runs FAILED (:func:`fail_orphaned_runs`): same host,
+process gone.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +23,7 @@ from typing import Any
 
 EXPERIMENT = "mimesis"
 PARENT_ENV = "MIMESIS_PARENT_RUN_ID"
+log = logging.getLogger("mimesis.tracking")
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -79,14 +87,58 @@ def stage_run(stage: str, params: dict) -> Iterator[Any]:
     Yields the active ``mlflow.ActiveRun``; log metrics/artifacts with the ``mlflow`` module.
     """
     mlflow = _mlflow()
+    fail_orphaned_runs(stage)
     parent = os.environ.get(PARENT_ENV)
     tags = {"mimesis.stage": stage, "mimesis.profile": str(params.get("profile", "default")),
-            "mimesis.git_commit": git_commit()}
+            "mimesis.git_commit": git_commit(), "mimesis.host": socket.gethostname(),
+            "mimesis.pid": str(os.getpid())}
     with mlflow.start_run(run_name=stage, parent_run_id=parent,
                           nested=mlflow.active_run() is not None, tags=tags) as run:
         flat = {k: str(v)[:5000] for k, v in flatten(params).items()}
         mlflow.log_params(flat)
         yield run
+
+
+def fail_orphaned_runs(stage: str) -> list[str]:
+    """Mark FAILED the RUNNING runs of ``stage`` whose process is gone (killed mid-stage).
+
+    Only runs started on this host by a process that no longer exists are touched: a run of
+    another machine, or of a process still alive, may still be working.
+
+    Returns:
+        The ids of the runs marked FAILED (each also logged as a warning).
+    """
+    mlflow = _mlflow()
+    client = mlflow.MlflowClient()
+    experiment = mlflow.get_experiment_by_name(os.environ.get("MIMESIS_EXPERIMENT", EXPERIMENT))
+    if experiment is None:
+        return []
+    runs = client.search_runs([experiment.experiment_id],
+                              filter_string=f"tags.`mimesis.stage` = '{stage}' and "
+                                            "attributes.status = 'RUNNING'")
+    failed = []
+    for run in runs:
+        tags = run.data.tags
+        pid = tags.get("mimesis.pid", "")
+        if tags.get("mimesis.host") != socket.gethostname() or not pid.isdigit():
+            continue
+        if int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        client.set_terminated(run.info.run_id, status="FAILED")
+        log.warning("MLflow run %s of stage %s was left RUNNING by process %s, which is gone: "
+                    "marked FAILED", run.info.run_id, stage, pid)
+        failed.append(run.info.run_id)
+    return failed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def log_stage_times(results: list[Any]) -> None:

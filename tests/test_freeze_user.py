@@ -13,7 +13,10 @@ import pytest
 import torch
 
 from mimesis.simulator.frozen import (
+    FILES_TAG,
     FrozenSimulatorError,
+    files_fingerprint,
+    hash_files,
     load_frozen,
     load_frozen_from_registry,
     remove_tree,
@@ -66,7 +69,9 @@ def test_frozen_folder_is_plain_hf_hashed_and_read_only(frozen):
     assert all((p.stat().st_mode & 0o222) == 0 for p in [sim_dir, *sim_dir.iterdir()])
 
 
-def test_load_frozen_generates_and_matches_the_adapter_model(frozen):
+def test_load_frozen_generates_and_matches_the_adapter_model(frozen, monkeypatch):
+    # the folder's outside record lives in the fixture's registry
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{frozen / 'mlflow.db'}")
     from peft import PeftModel
 
     from mimesis.models.base import load_base
@@ -174,3 +179,43 @@ def test_full_finetune_is_frozen_as_is(tmp_path, monkeypatch):
     assert trained["parameters"]["trainable"] == trained["parameters"]["total"]
     assert sum(p.numel() for p in model.parameters()) == trained["parameters"]["total"]
     remove_tree(tmp_path / "freeze_user")
+
+
+def _rehashed_tamper(sim_dir: Path) -> None:
+    """Change a weight file and re-hash meta.json in the folder (self-consistent again)."""
+    for p in [sim_dir, *sim_dir.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    weights = sim_dir / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    meta = json.loads((sim_dir / "meta.json").read_text())
+    meta["files"] = hash_files(sim_dir)
+    (sim_dir / "meta.json").write_text(json.dumps(meta))
+    verify(sim_dir)  # the folder agrees with itself
+
+
+def test_a_rehashed_tampered_folder_is_refused_by_the_outside_record(frozen, tmp_path,
+                                                                     monkeypatch):
+    import shutil
+
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{frozen / 'mlflow.db'}")
+    registry = json.loads((frozen / "freeze_user" / "registry.json").read_text())
+    client = MlflowClient(tracking_uri=f"sqlite:///{frozen / 'mlflow.db'}")
+    version = client.get_model_version(registry["name"], str(registry["version"]))
+    assert version.tags[FILES_TAG] == registry["files_sha256"]
+    assert registry["files_sha256"] in version.description
+    out_copy = tmp_path / "freeze_user"
+    shutil.copytree(frozen / "freeze_user", out_copy)
+    load_frozen(out_copy / "simulator")  # an untouched copy with its record loads
+    _rehashed_tamper(out_copy / "simulator")
+    with pytest.raises(FrozenSimulatorError, match="record outside the folder"):
+        load_frozen(out_copy / "simulator")
+    # the registry download: a re-hashed tampered cache is replaced by a verified download
+    load_frozen_from_registry(dst_dir=tmp_path / "dl")
+    cached = next((tmp_path / "dl").rglob("meta.json")).parent
+    _rehashed_tamper(cached)
+    load_frozen_from_registry(dst_dir=tmp_path / "dl")
+    assert files_fingerprint(verify(cached)["files"]) == registry["files_sha256"]

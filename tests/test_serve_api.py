@@ -288,7 +288,7 @@ def test_api_key_guards_everything_but_health() -> None:
         assert httpx.get(f"{base}/health").status_code == 200
         with pytest.raises(openai.AuthenticationError):
             client(base, "k").chat.completions.create(model="sim", messages=[])
-        assert httpx.get(f"{base}/ep/k/private").status_code == 401
+        assert httpx.get(f"{base}/ep/k/private").status_code == 403  # no private key: closed
         ok = client(base, "k", api_key="s3cret").chat.completions.create(model="sim", messages=[])
         assert ok.choices[0].message.content == "turn 0"
         models = client(base, api_key="s3cret").models.list()

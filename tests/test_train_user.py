@@ -160,6 +160,12 @@ def test_stage_trains_logs_and_resumes(tmp_path, mlflow_here):
     resumed = json.loads((out_dir / "meta.json").read_text())
     assert resumed["resumed_from"] == "checkpoint-1" and resumed["steps"] == 2
 
+    # A kill during the save of checkpoint-2 (weights not written yet): skipped, not fatal.
+    (out_dir / "checkpoints" / "checkpoint-2" / "adapter_model.safetensors").unlink()
+    run(label_dir, out_dir, SMALL)
+    resumed = json.loads((out_dir / "meta.json").read_text())
+    assert resumed["resumed_from"] == "checkpoint-1" and resumed["steps"] == 2
+
     # Changed params: old checkpoints are discarded, training starts over.
     run(label_dir, out_dir, replace(SMALL, learning_rate=5e-3, keep_checkpoints=False))
     fresh = json.loads((out_dir / "meta.json").read_text())

@@ -10,8 +10,9 @@ Endpoints (all JSON; errors are OpenAI-shaped ``{"error": {"message", "type", "p
 * ``DELETE /ep/{episode_id}``, ``GET /v1/models``, ``GET /health``, ``GET /stats``.
 
 Request bodies over ``max_body_bytes`` get 413; ``max_tokens`` over the limit, streaming,
-``n`` ≠ 1 and malformed bodies get 400. Loopback (``127.0.0.1``) by default; set ``api_key``
-before binding anything else.
+``n`` ≠ 1, out-of-range numbers and malformed bodies get 400 (the connection stays open).
+Loopback (``127.0.0.1``) by default; any other host needs ``api_key`` (:func:`check_bind`).
+Two scopes: ``api_key`` for the agent endpoints, ``private_key`` alone for ``/private``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hmac
 import logging
+import re
 import time
 from collections.abc import Mapping
 from contextlib import asynccontextmanager
@@ -32,12 +34,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mimesis.schemas import Scenario
 from mimesis.serve.batching import BatchingSimulator
-from mimesis.serve.config import ServeConfig
+from mimesis.serve.config import ServeConfig, check_bind
 from mimesis.serve.schemas import APIError, BodyTooLarge, ChatCompletionRequest, PrivateView
 from mimesis.serve.service import SimulatorService
 
 log = logging.getLogger("mimesis.serve")
 OPEN_PATHS = frozenset({"/health"})
+PRIVATE_PATH = re.compile(r"/ep/[^/]*/private/?")
 
 
 def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
@@ -65,7 +68,8 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
                   redoc_url=None, openapi_url=None)
     app.state.service = service
     _install_error_handlers(app)
-    app.add_middleware(Gate, max_body_bytes=config.max_body_bytes, api_key=config.api_key)
+    app.add_middleware(Gate, max_body_bytes=config.max_body_bytes, api_key=config.api_key,
+                       private_key=config.private_key)
 
     @app.get("/health")
     async def health() -> dict:
@@ -104,14 +108,35 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
 
 
 class Gate:
-    """ASGI middleware: API key check and request body limit, before any parsing.
+    """ASGI middleware: API key scopes and request body limit, before any parsing.
 
-    The body is read here, up to ``max_body_bytes`` (a larger declared ``Content-Length`` is
-    refused without reading), and replayed to the app.
+    ``/ep/{id}/private`` needs ``private_key`` (the agents' ``api_key`` is refused there; with
+    keys but no ``private_key`` it is closed); every other path but ``/health`` needs
+    ``api_key`` when set. The body is read here, up to ``max_body_bytes`` (a larger declared
+    ``Content-Length`` is refused without reading), and replayed to the app.
     """
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int, api_key: str | None = None) -> None:
-        self.app, self.max_body_bytes, self.api_key = app, max_body_bytes, api_key
+    def __init__(self, app: ASGIApp, max_body_bytes: int, api_key: str | None = None,
+                 private_key: str | None = None) -> None:
+        self.app, self.max_body_bytes = app, max_body_bytes
+        self.api_key, self.private_key = api_key, private_key
+
+    def _refusal(self, path: str, authorization: str) -> APIError | None:
+        if path in OPEN_PATHS:
+            return None
+        if PRIVATE_PATH.fullmatch(path):
+            if self.private_key is None:
+                if self.api_key is None:
+                    return None  # no keys at all: loopback development
+                return APIError(403, "/private is closed: the server was started without "
+                                "--private-key", code="private_disabled")
+            return None if _key_ok(authorization, self.private_key) else APIError(
+                401, "/private needs the private key (Authorization: Bearer <private key>)",
+                code="invalid_api_key")
+        if self.api_key is None or _key_ok(authorization, self.api_key):
+            return None
+        return APIError(401, "missing or wrong API key (Authorization: Bearer <key>)",
+                        code="invalid_api_key")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -119,10 +144,9 @@ class Gate:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
-        if self.api_key and scope["path"] not in OPEN_PATHS and not hmac.compare_digest(
-                headers.get("authorization", "").encode(), f"Bearer {self.api_key}".encode()):
-            await _error(APIError(401, "missing or wrong API key (Authorization: Bearer <key>)",
-                                  code="invalid_api_key"))(scope, receive, send)
+        refusal = self._refusal(scope["path"], headers.get("authorization", ""))
+        if refusal is not None:
+            await _error(refusal)(scope, receive, send)
             return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -151,6 +175,10 @@ class Gate:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _key_ok(authorization: str, key: str) -> bool:
+    return hmac.compare_digest(authorization.encode(), f"Bearer {key}".encode())
 
 
 def _error(err: APIError) -> JSONResponse:
@@ -187,11 +215,13 @@ def _install_error_handlers(app: FastAPI) -> None:
 def run_server(simulator: BatchingSimulator, config: ServeConfig, host: str = "127.0.0.1",
                port: int = 8000, scenarios: Mapping[str, Scenario] | None = None,
                log_level: str = "info") -> None:
-    """Serve until interrupted (blocking)."""
+    """Serve until interrupted (blocking).
+
+    Raises:
+        ValueError: a non-loopback ``host`` without an API key (:func:`check_bind`).
+    """
     import uvicorn
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not config.api_key:
-        log.warning("serving on %s without an API key: anyone who can reach it can read the "
-                    "private reasoning; pass --api-key", host)
+    check_bind(host, config)
     uvicorn.run(create_app(simulator, config, scenarios), host=host, port=port,
                 log_level=log_level, limit_concurrency=1024, timeout_keep_alive=30)

@@ -7,9 +7,10 @@
 * :class:`FunctionBackend` — any ``generate_fn(batch) -> texts`` (scripted fakes in tests, an
   OpenAI-compatible client wrapper).
 
-Every backend renders prompts with the tokenizer's own chat template (PITFALLS 10) and keeps the
-last ``max_prompt_tokens`` tokens, as :class:`ChatGenerator` does, so both engines see the same
-prompt. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
+Every backend renders prompts with the tokenizer's own chat template (PITFALLS 10). Views reach
+them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
+dropped, system prompt and last agent turn kept), so the engines' own left cut never removes the
+hidden goal. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Backend(Protocol):
     """What the server needs from an engine."""
 
     name: str
+    max_prompt_tokens: int | None  # prompt budget of a view (None: no limit)
 
     def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
         """One raw continuation (assistant role) per message list, in order."""
@@ -72,11 +74,14 @@ class FunctionBackend:
     Args:
         generate_fn: ``generate_fn(batch) -> texts``.
         name: Reported as the backend name.
+        max_prompt_tokens: Prompt budget in whitespace words (``None``: no limit).
     """
 
-    def __init__(self, generate_fn: GenerateFn, name: str = "function") -> None:
+    def __init__(self, generate_fn: GenerateFn, name: str = "function",
+                 max_prompt_tokens: int | None = None) -> None:
         self.generate_fn = generate_fn
         self.name = name
+        self.max_prompt_tokens = max_prompt_tokens
 
     def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
         return self.generate_fn(list(batch))
@@ -233,7 +238,7 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
         mimesis.simulator.frozen.FrozenSimulatorError: the folder fails verification.
         BackendUnavailableError: ``vllm`` requested but not installed.
     """
-    from mimesis.simulator.frozen import load_frozen, verify
+    from mimesis.simulator.frozen import load_frozen, recorded_fingerprint, verify
 
     if kind == "transformers":
         model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32")
@@ -241,7 +246,7 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
                                    max_prompt_tokens=max_prompt_tokens)
     if kind == "vllm":
         import_vllm()  # fail with the install hint before hashing gigabytes of weights
-        verify(Path(sim_dir))
+        verify(Path(sim_dir), recorded_fingerprint(Path(sim_dir)))
         return VLLMBackend(Path(sim_dir), dtype=dtype or "bfloat16",
                            max_prompt_tokens=max_prompt_tokens, name=name or kind, **vllm_kwargs)
     raise ValueError(f"unknown backend {kind!r}: use 'transformers' or 'vllm'")

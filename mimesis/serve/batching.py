@@ -22,6 +22,7 @@ from functools import partial
 
 from mimesis.schemas import Scenario, Turn
 from mimesis.serve.backends import Backend, Sampling
+from mimesis.serve.fitting import fit_view
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.runtime import NO_REPLY, UserSimulator, UserState, build_view
@@ -120,6 +121,20 @@ class BatchingSimulator:
             self._executor.shutdown(wait=True)
         self._worker = self._executor = None
 
+    def fit(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """``messages`` fitted into the backend's prompt budget (:func:`fit_view`).
+
+        Raises:
+            mimesis.serve.fitting.PromptTooLongError: system prompt + last turn do not fit.
+        """
+        return fit_view(messages, self.backend.prompt_tokens,
+                        getattr(self.backend, "max_prompt_tokens", None))
+
+    def check_fits(self, agent_message: str | None, state: UserState) -> None:
+        """Raise :class:`~mimesis.serve.fitting.PromptTooLongError` when the view of the next
+        turn cannot fit (checked before queueing, so one bad request never fails a batch)."""
+        self.fit(build_view(_with_agent_turn(agent_message, state)))
+
     async def next_message(self, agent_message: str | None, state: UserState,
                            sampling: Sampling) -> TurnResult:
         """The user's reply to ``agent_message`` in episode ``state`` (not modified).
@@ -168,7 +183,10 @@ class BatchingSimulator:
             groups[item.sampling].append(i)
         outcomes: list[TurnResult | BaseException] = [RuntimeError("not run")] * len(batch)
         for sampling, idx in groups.items():
-            sim = self._make_sim(partial(self.backend.generate, sampling=sampling))
+            def generate(views: list, sampling: Sampling = sampling) -> list[str]:
+                return self.backend.generate([self.fit(v) for v in views], sampling)
+
+            sim = self._make_sim(generate)
             try:
                 replies = sim.next_messages([(batch[i].agent_message, batch[i].state)
                                              for i in idx])
@@ -186,11 +204,8 @@ class BatchingSimulator:
         new_raw = state.raw[len(item.state.raw):]
         if not new_raw:
             return TurnResult(message, state)
-        before = item.state.model_copy(deep=True)
-        if item.agent_message is not None:
-            text = item.agent_message if item.agent_message.strip() else NO_REPLY
-            before.history.append(Turn(role="assistant", text=text))
-        prompt = self.backend.prompt_tokens(build_view(before)) * len(new_raw)
+        before = _with_agent_turn(item.agent_message, item.state)
+        prompt = self.backend.prompt_tokens(self.fit(build_view(before))) * len(new_raw)
         completion = sum(self.backend.count_tokens(r) for r in new_raw)
         return TurnResult(message, state, prompt, completion)
 
@@ -207,3 +222,12 @@ class BatchingSimulator:
     @staticmethod
     def _no_generate(batch: list) -> list[str]:
         raise RuntimeError("init_state does not generate")
+
+
+def _with_agent_turn(agent_message: str | None, state: UserState) -> UserState:
+    """A copy of ``state`` with the agent's message appended, as the runtime records it."""
+    state = state.model_copy(deep=True)
+    if agent_message is not None and not state.ended:
+        text = agent_message if agent_message.strip() else NO_REPLY
+        state.history.append(Turn(role="assistant", text=text))
+    return state

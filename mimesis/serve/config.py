@@ -26,8 +26,17 @@ class ServeConfig:
         max_episodes: Most episodes kept; the least recently used is dropped first.
         batch_window_ms: How long the batcher waits for concurrent requests.
         max_batch: Most requests per generation call.
-        api_key: When set, every endpoint but ``/health`` needs ``Authorization: Bearer <key>``.
+        api_key: The agents' key: when set, every endpoint but ``/health`` and ``/private``
+            needs ``Authorization: Bearer <key>``. Required off loopback.
+        private_key: The only key that reads ``GET /ep/{id}/private`` (hidden goal, reasoning);
+            must differ from ``api_key``. When any key is set and this one is not, ``/private``
+            is closed (403); with no key at all (loopback only) everything is open.
         default_goal: Goal of episodes whose first call names no scenario (``None``: 400).
+        max_episode_bytes: Most bytes of text one episode may hold (UTF-8 of the system
+            prompt, history, reasoning, raw generations); a call on a fuller episode gets 400.
+            One call can add at most two raw generations beyond it (a resample).
+        max_total_bytes: Most bytes all episodes together may hold; beyond it the least
+            recently used episodes are dropped (as beyond ``max_episodes``).
     """
 
     model_name: str = "mimesis-user-simulator"
@@ -42,9 +51,20 @@ class ServeConfig:
     batch_window_ms: float = 10.0
     max_batch: int = 16
     api_key: str | None = None
+    private_key: str | None = None
     default_goal: str | None = None
+    max_episode_bytes: int = 256 * 1024
+    max_total_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
+        # An empty key is no key: "--api-key ''" must not look like auth.
+        object.__setattr__(self, "api_key", self.api_key or None)
+        object.__setattr__(self, "private_key", self.private_key or None)
+        if self.private_key is not None and self.private_key == self.api_key:
+            raise ValueError("private_key must differ from api_key: agents must not read "
+                             "/private")
+        if not 1024 <= self.max_episode_bytes <= self.max_total_bytes:
+            raise ValueError("need 1024 ≤ max_episode_bytes ≤ max_total_bytes")
         if not 1 <= self.default_max_tokens <= self.max_tokens_limit:
             raise ValueError("need 1 ≤ default_max_tokens ≤ max_tokens_limit")
         if self.max_body_bytes < 1024:
@@ -55,6 +75,21 @@ class ServeConfig:
             raise ValueError("episode_ttl_s must be > 0 and batch_window_ms ≥ 0")
         if not (0 <= self.temperature <= 2 and 0 < self.top_p <= 1):
             raise ValueError("temperature must be in [0, 2] and top_p in (0, 1]")
+
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def check_bind(host: str, config: ServeConfig) -> None:
+    """Refuse to serve off loopback without an agent key.
+
+    Raises:
+        ValueError: ``host`` is not loopback and ``config.api_key`` is empty.
+    """
+    if host not in LOOPBACK and not config.api_key:
+        raise ValueError(f"refusing to serve on {host} without an API key: anyone who can "
+                         "reach it could drive episodes; pass --api-key (and --private-key "
+                         "for /private), or bind 127.0.0.1")
 
 
 def load_scenarios(path: Path) -> dict[str, Scenario]:

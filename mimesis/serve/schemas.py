@@ -29,6 +29,8 @@ STOP_FINISH_REASON = "stop"
 """``finish_reason`` of every other response."""
 END_CONTENT = END_SIGNAL
 MAX_GOAL_CHARS = 4000
+MAX_SEED = 2**63 - 1
+"""Largest ``seed`` (torch and vLLM take a signed 64-bit one; larger ones get a 400)."""
 
 
 class ContentPart(BaseModel):
@@ -95,13 +97,13 @@ class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = None
     messages: list[ChatMessage]
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=2**31 - 1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    n: int | None = None
+    n: int | None = Field(default=None, ge=0, le=128)
     stream: bool | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     scenario: ScenarioIn | None = None
     scenario_id: str | None = Field(default=None, min_length=1, max_length=256)
 

@@ -17,7 +17,8 @@ from mimesis.schemas import Scenario
 from mimesis.serve.backends import Sampling
 from mimesis.serve.batching import BatchingSimulator, TurnResult
 from mimesis.serve.config import ServeConfig
-from mimesis.serve.episodes import EPISODE_ID, EpisodeStore
+from mimesis.serve.episodes import EPISODE_ID, EpisodeStore, state_bytes
+from mimesis.serve.fitting import PromptTooLongError
 from mimesis.serve.messages import (
     check_continues,
     read_request,
@@ -55,7 +56,8 @@ class SimulatorService:
         self.simulator = simulator
         self.config = config
         self.scenarios = dict(scenarios or {})
-        self.store = EpisodeStore(config.episode_ttl_s, config.max_episodes)
+        self.store = EpisodeStore(config.episode_ttl_s, config.max_episodes,
+                                  max_total_bytes=config.max_total_bytes)
 
     def sampling(self, body: ChatCompletionRequest) -> Sampling:
         """Sampling settings of a request, within the server's limits.
@@ -113,6 +115,7 @@ class SimulatorService:
         reasoning unknown; nothing kept)."""
         sampling, view = self.sampling(body), read_request(body.messages)
         state = stateless_state(self.simulator.init_state(self._required_scenario(body)), view)
+        self._check_fits(view.agent_message, state)
         result = await self.simulator.next_message(view.agent_message, state, sampling)
         return self._completion(result, None)
 
@@ -145,11 +148,28 @@ class SimulatorService:
             if episode.state.ended:
                 return self._completion(TurnResult("", episode.state), episode_id)
             check_continues(episode.state, view, episode_id)
+            self._check_budget(episode_id, episode.state, view.agent_message)
+            self._check_fits(view.agent_message, episode.state)
             result = await self.simulator.next_message(view.agent_message, episode.state,
                                                        sampling)
-            episode.state, episode.updated = result.state, time.time()
+            self.store.update(episode, result.state)
+            episode.updated = time.time()
             episode.replay_key, episode.replay = key, self._completion(result, episode_id)
             return episode.replay
+
+    def _check_fits(self, agent_message: str | None, state: UserState) -> None:
+        try:
+            self.simulator.check_fits(agent_message, state)
+        except PromptTooLongError as err:
+            raise APIError(400, str(err), param="messages",
+                           code="context_length_exceeded") from err
+
+    def _check_budget(self, episode_id: str, state: UserState, agent_message: str | None) -> None:
+        size = state_bytes(state) + len((agent_message or "").encode("utf-8", "surrogatepass"))
+        if size > self.config.max_episode_bytes:
+            raise APIError(400, f"episode {episode_id!r} would hold {size} bytes, over this "
+                           f"server's limit of {self.config.max_episode_bytes} per episode: "
+                           "start a new episode", param="messages", code="episode_too_large")
 
     def private(self, episode_id: str) -> PrivateView:
         """``GET /ep/{episode_id}/private``: reasoning per user turn, flags and raw generations.
@@ -194,8 +214,9 @@ class SimulatorService:
 
 
 def check_episode_id(episode_id: str) -> None:
-    """Raises APIError 400 unless ``episode_id`` is 1–128 of ``[A-Za-z0-9._:-]``."""
-    if not EPISODE_ID.match(episode_id):
+    """Raises APIError 400 unless ``episode_id`` is 1–128 of ``[A-Za-z0-9._:-]`` (whole string:
+    no trailing newline)."""
+    if not EPISODE_ID.fullmatch(episode_id):
         raise APIError(400, "episode ids are 1-128 characters of letters, digits and . _ : - "
                        "(starting with a letter or digit)", param="episode_id",
                        code="invalid_episode_id")

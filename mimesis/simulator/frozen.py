@@ -6,6 +6,15 @@ against the simulator loads it through :func:`load_frozen`, which re-hashes the 
 refuses a changed, missing or extra file, so an environment can never silently run a different
 user model than the one evaluated.
 
+Outside record: ``meta.json`` is self-attested (edit a weight and re-hash it in the same folder,
+and the folder agrees with itself). ``freeze_user`` therefore also records the fingerprint of
+the file list (:func:`files_fingerprint`) outside the folder, as the tag
+:data:`FILES_TAG` of the MLflow model version (and in its description); ``registry.json`` next to
+the folder names that version. :func:`load_frozen` checks the folder against that record
+(:func:`recorded_fingerprint`) and :func:`load_frozen_from_registry` against the version it
+resolves. A folder without ``registry.json`` beside it (a copy, ``register: false``) has only
+its own ``meta.json`` to go by.
+
 Second guard: ``freeze_user`` makes the folder read-only (files 0444, folders 0555) after writing,
 so an accidental write fails loudly. It does not stop root or a deliberate ``chmod``; the hash
 check is the real guarantee.
@@ -13,6 +22,7 @@ check is the real guarantee.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -22,6 +32,8 @@ from pathlib import Path
 from mimesis.io import sha256_file
 
 META = "meta.json"
+REGISTRY = "registry.json"
+FILES_TAG = "mimesis.files_sha256"
 
 
 class FrozenSimulatorError(RuntimeError):
@@ -34,12 +46,19 @@ def hash_files(sim_dir: Path) -> dict[str, str]:
             for p in sorted(sim_dir.rglob("*")) if p.is_file() and p.name != META}
 
 
-def verify(sim_dir: Path) -> dict:
-    """Check every file of ``sim_dir`` against ``meta.json``; return the metadata.
+def files_fingerprint(files: dict[str, str]) -> str:
+    """sha256 of a ``meta.json`` file list (canonical JSON): one value pins every file."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def verify(sim_dir: Path, expected_fingerprint: str | None = None) -> dict:
+    """Check every file of ``sim_dir`` against ``meta.json``, and ``meta.json`` against the
+    record kept outside the folder when one is given; return the metadata.
 
     Raises:
-        FrozenSimulatorError: ``meta.json`` missing or without ``files``; a listed file missing
-            or with another sha256; a file present that ``meta.json`` does not list.
+        FrozenSimulatorError: ``meta.json`` missing or without ``files``; its file list not the
+            one recorded outside (``expected_fingerprint``); a listed file missing or with
+            another sha256; a file present that ``meta.json`` does not list.
     """
     meta_path = sim_dir / META
     if not meta_path.is_file():
@@ -48,6 +67,11 @@ def verify(sim_dir: Path) -> dict:
     expected: dict[str, str] = meta.get("files") or {}
     if not expected:
         raise FrozenSimulatorError(f"{meta_path} lists no files")
+    if expected_fingerprint is not None and files_fingerprint(expected) != expected_fingerprint:
+        raise FrozenSimulatorError(
+            f"{meta_path} does not match the record outside the folder (registry tag "
+            f"{FILES_TAG} = {expected_fingerprint[:12]}…, meta.json's files hash to "
+            f"{files_fingerprint(expected)[:12]}…): the folder was changed and re-hashed")
     for rel, digest in sorted(expected.items()):
         path = sim_dir / rel
         if not path.is_file():
@@ -68,13 +92,46 @@ def _file_names(sim_dir: Path) -> list[str]:
             if p.is_file() and p.name != META]
 
 
-def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = None):
+def recorded_fingerprint(sim_dir: Path) -> str | None:
+    """The file-list fingerprint recorded outside ``sim_dir``: the :data:`FILES_TAG` tag of the
+    MLflow model version that ``<sim_dir>/../registry.json`` names; ``None`` without a
+    ``registry.json`` or when it is empty (not registered).
+
+    Raises:
+        FrozenSimulatorError: the version cannot be read or has no such tag.
+    """
+    registry_path = Path(sim_dir).parent / REGISTRY
+    if not registry_path.is_file():
+        return None
+    registry = json.loads(registry_path.read_text())
+    if not registry:
+        return None
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        version = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI")) \
+            .get_model_version(registry["name"], str(registry["version"]))
+    except (MlflowException, KeyError) as err:
+        raise FrozenSimulatorError(f"cannot read the registry record {registry_path} names "
+                                   f"({err}); set MLFLOW_TRACKING_URI") from err
+    tag = version.tags.get(FILES_TAG)
+    if not tag:
+        raise FrozenSimulatorError(f"model version {registry['name']} v{registry['version']} "
+                                   f"has no {FILES_TAG} tag: re-run freeze_user")
+    return tag
+
+
+def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = None,
+                expected_fingerprint: str | None = None):
     """Verify, then load, a frozen simulator folder.
 
     Args:
         sim_dir: ``data/freeze_user/simulator`` or a downloaded copy.
         dtype: ``float32`` (CPU) or ``bfloat16``/``float16`` (GPU).
         device_map: Passed to ``from_pretrained``.
+        expected_fingerprint: The file-list fingerprint recorded outside the folder (default:
+            :func:`recorded_fingerprint`).
 
     Returns:
         ``(model, tokenizer, meta)``: eval-mode causal LM, tokenizer with its saved ChatML
@@ -86,7 +143,7 @@ def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = 
     from mimesis.models.base import load_pretrained
 
     sim_dir = Path(sim_dir)
-    meta = verify(sim_dir)
+    meta = verify(sim_dir, expected_fingerprint or recorded_fingerprint(sim_dir))
     model, tokenizer = load_pretrained(sim_dir, dtype=dtype, device_map=device_map)
     return model, tokenizer, meta
 
@@ -113,12 +170,13 @@ def load_frozen_from_registry(name: str = "mimesis-user-simulator", alias: str =
 
     client = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI"))
     version = client.get_model_version_by_alias(name, alias)
+    expected = version.tags.get(FILES_TAG)  # None for versions frozen before the tag existed
     dst = Path(dst_dir or cache_root() / "registry" / f"{name}-v{version.version}")
     sim_dir = _find_sim_dir(dst)
     try:
         if sim_dir is None:
             raise FrozenSimulatorError("not downloaded yet")
-        verify(sim_dir)
+        verify(sim_dir, expected)
     except FrozenSimulatorError:
         remove_tree(dst)
         dst.mkdir(parents=True)
@@ -126,7 +184,7 @@ def load_frozen_from_registry(name: str = "mimesis-user-simulator", alias: str =
         sim_dir = _find_sim_dir(dst)
         if sim_dir is None:
             raise FrozenSimulatorError(f"{version.source} holds no {META}") from None
-    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype)
+    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype, expected_fingerprint=expected)
     meta["registry"] = {"name": name, "alias": alias, "version": int(version.version)}
     return model, tokenizer, meta
 

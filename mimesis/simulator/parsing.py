@@ -1,18 +1,28 @@
 """Split one raw simulator generation into private reasoning, utterance and end signal.
 
-What the agent may see is only :attr:`ParsedTurn.utterance`. Everything that looks like the
-simulator thinking to itself goes to :attr:`ParsedTurn.reasoning`:
+Contract: **nothing private ever reaches** :attr:`ParsedTurn.utterance`, the only part the agent
+may see. Everything that looks like the simulator thinking to itself goes to
+:attr:`ParsedTurn.reasoning`:
 
-* tagged blocks ``<think>…</think>`` (also ``<thinking>``/``<reasoning>``), several per turn;
-* an unclosed ``<think>…`` cut by the token limit (the rest of the text is reasoning);
-* a stray ``…</think>`` whose opening tag was in a prefill or dropped by a chat template;
-* untagged prose that base instruct models write instead (PITFALLS 3): a turn that *starts* with
-  a reasoning header ("Thinking Process:", "Reasoning:", "(thinking) …", "Let me think…") keeps
-  its first block and the following reasoning-like blocks (numbered steps, talk about "the
-  user"/"the assistant"/"my goal") private; a final-message marker ("Final message:", "User:")
-  after such prose marks exactly where the utterance starts. A header turn that cannot be split
-  yields an empty utterance (flag ``untagged_reasoning_unsplit``): leaking thoughts to the agent
-  is worse than a resampled turn.
+* tagged blocks in any dialect (:func:`~mimesis.simulator.private_forms.canonical_tags`:
+  ``<think>``, ``<thought>``, ``<scratchpad>``, ``<analysis>``, ``[THINK]``, attributes,
+  nesting), several per turn; an unclosed tag cut by the token limit (the rest of the text is
+  reasoning); a stray closing tag whose opening tag was in a prefill;
+* a JSON object with a reasoning key (``{"reasoning": …, "message": …}``);
+* whatever follows an end-of-conversation token (the model explaining why it stopped);
+* untagged prose that base instruct models write instead (PITFALLS 3): a turn that *starts*
+  with a reasoning header or heading ("Thinking Process:", "Plan:", "Analysis:",
+  "### Reasoning", "**Reasoning**"), a label ("(thinking) …"), "Let me think…" or role-play talk
+  ("Okay, the user wants…") keeps everything but its last block private; a final-message marker
+  ("Final message:", "My reply:") makes everything before it private wherever it stands, a weak
+  one ("Message:", "User:", "### Response") only after such prose;
+* trailing "(Note: …)" / "Reasoning: …" / role-play paragraphs after the message.
+
+Last line (:func:`~mimesis.simulator.private_forms.private_signals`): an utterance that still
+shows a sign of reasoning is not split safely; it becomes reasoning, the utterance is empty
+(flag ``unsafe_split``) and the runtime resamples or ends the turn — leaking thoughts to the
+agent is worse than a resampled turn. So is a header turn with a single block
+(``untagged_reasoning_unsplit``).
 
 End signal: :data:`~mimesis.simulator.format.END_SIGNAL` and tolerant variants (case and spaces
 free: ``<|endconversation|>``, ``<end_conversation>``, ``|end-of-conversation|``) anywhere in the
@@ -26,26 +36,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_TAG_NAMES = r"think|thinking|reasoning"
-_TAG_BLOCK = re.compile(rf"[ \t]*<\s*({_TAG_NAMES})\s*>(.*?)<\s*/\s*\1\s*>[ \t]*",
-                        re.DOTALL | re.IGNORECASE)
-_TAG_OPEN = re.compile(rf"<\s*(?:{_TAG_NAMES})\s*>", re.IGNORECASE)
-_TAG_CLOSE = re.compile(rf"<\s*/\s*(?:{_TAG_NAMES})\s*>", re.IGNORECASE)
+from mimesis.simulator.private_forms import (
+    END_TOKEN,
+    HEADER,
+    HEADING,
+    ROLEPLAY_START,
+    STRONG_MARKER,
+    canonical_tags,
+    private_signals,
+    split_json,
+)
+
+# After canonical_tags, every reasoning tag is <think>/</think>.
+_TAG_BLOCK = re.compile(r"[ \t]*<think>(.*?)</think>[ \t]*", re.DOTALL)
+_TAG_OPEN = re.compile(r"<think>")
+_TAG_CLOSE = re.compile(r"</think>")
 # Chat-control residue: anything after it is the model writing past its own turn.
 _CONTROL = re.compile(r"<\|(?:im_end|im_start|eot_id|endoftext|end_of_turn)\|>|</s>")
 
-_END_TOKEN = re.compile(
-    r"(?:<\s*/?\s*\|?|\|)\s*end[\s_\-]*(?:of[\s_\-]*)?(?:the[\s_\-]*)?conversation"
-    r"\s*(?:\|?\s*/?\s*>|\|)", re.IGNORECASE)
 _LOOSE_END = (r"\[\s*end(?:[\s_\-]*(?:of[\s_\-]*)?conversation)?\s*\]|#{2,}\s*stop\s*#{2,}"
               r"|\[\s*stop\s*\]|\bend_conversation\b")
 _LOOSE_END_EDGE = re.compile(rf"^\s*(?:{_LOOSE_END})[\s.!]*|\s*(?:{_LOOSE_END})[\s.!]*$",
                              re.IGNORECASE)
 
-_HEADER = re.compile(
-    r"^\s*(?:\*\*|#+\s*)?(?:thinking(?:\s+process)?|thought\s+process|thoughts?|reasoning"
-    r"(?:\s+process)?|scratch\s*pad|(?:my|internal|private|inner)\s+(?:thoughts?|reasoning"
-    r"|monologue))\s*(?:\*\*)?\s*:", re.IGNORECASE)
 _LABEL = r"thinking|thinks|thought|thoughts|reasoning|internal\s+thoughts?|inner\s+monologue"
 _BRACKET_LABEL = re.compile(rf"^\s*(?:\(\s*(?:{_LABEL})\b|\[\s*(?:{_LABEL})\b|\*\s*(?:{_LABEL})\b)",
                             re.IGNORECASE)
@@ -62,16 +75,15 @@ _META = re.compile(
     r"\b|i(?:'ll| will| should| need to| must| want to)\s+(?:not\s+)?(?:say|write|ask|reply"
     r"|respond|mention|give|tell|keep|stay|reveal|answer|sound|act|play|pretend|avoid|be)\b"
     r"|let me (?:write|craft|draft|think|reason)\b|\bdraft\b)", re.IGNORECASE)
-_FILLER = r"(?:ok(?:ay)?|alright|so|hmm+|well)[\s,.!]+"
-_STRONG_META_START = re.compile(
-    rf"^\s*(?:{_FILLER})*(?:so\s+)?(?:the (?:assistant|ai)\b|as the user\b|i(?:'m| am) (?:the user"
-    rf"|playing|role-?playing|simulating)\b)|^\s*(?:{_FILLER})+(?:so\s+)?i need to (?:respond"
-    r"|reply|write|answer)\b", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)]|#+)\s+|^\s*\*\*", re.MULTILINE)
+# Weak markers: a role prefix, or the message after reasoning prose ("Message:", "### Reply").
 _MARKER = re.compile(
     r"^[ \t]*(?:\*\*)?(?:final\s+(?:message|answer|response|reply|output|utterance)|(?:my\s+)?"
     r"(?:next\s+)?(?:message|reply|response|utterance|output)|user(?:\s+message)?|human)"
-    r"(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*", re.IGNORECASE | re.MULTILINE)
+    r"(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*"
+    r"|^[ \t]*(?:#{1,6}[ \t]*|\*\*|__)(?:final\s+)?(?:message|response|reply|utterance|output"
+    r"|user\s+message|answer)[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*$\n?",
+    re.IGNORECASE | re.MULTILINE)
 _TRAILING_NOTE = re.compile(rf"^\s*(?:\(\s*note\b|[(\[]?\s*(?:{_LABEL})\s*[:)\]])", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»"}
 
@@ -86,7 +98,9 @@ class ParsedTurn:
         ended: The turn carries an end-of-conversation signal (removed from ``utterance``).
         flags: What parsing had to repair: ``think_tagged``, ``think_unclosed``,
             ``think_unopened``, ``untagged_reasoning``, ``untagged_reasoning_unsplit``,
-            ``end_signal_variant``, ``role_prefix``, ``control_token``.
+            ``end_signal_variant``, ``role_prefix``, ``control_token``, ``json_reasoning``,
+            ``after_end_signal`` (text after the end token made private), ``unsafe_split``
+            (the utterance still showed reasoning: emptied, see the module docstring).
     """
 
     reasoning: str
@@ -101,13 +115,21 @@ def parse_turn(text: str) -> ParsedTurn:
     >>> turn = parse_turn("<think>they asked my dates</think>\\nmarch 3 <|end_conversation|>")
     >>> turn.reasoning, turn.utterance, turn.ended
     ('they asked my dates', 'march 3', True)
+    >>> parse_turn("### Reasoning\\nstay vague\\n\\n### Message\\nhi").utterance
+    'hi'
     """
     flags: list[str] = []
     reasoning: list[str] = []
     control = _CONTROL.search(text)
     if control:
         text, flags = text[:control.start()], flags + ["control_token"]
-    text = _strip_tags(text, reasoning, flags)
+    as_json = split_json(text)
+    if as_json is not None:
+        reasoning.append(as_json[0])
+        text = as_json[1]
+        flags.append("json_reasoning")
+    text = _strip_tags(canonical_tags(text), reasoning, flags)
+    text = _cut_after_end(text, reasoning, flags)
     thought, text, untagged_flags = split_untagged(text)
     flags += untagged_flags
     if thought:
@@ -117,12 +139,15 @@ def parse_turn(text: str) -> ParsedTurn:
         flags.append("end_signal_variant")
     if reasoning:
         utterance = _unquote(utterance)
+    if private_signals(utterance):
+        reasoning.append(utterance)
+        utterance, flags = "", flags + ["unsafe_split"]
     return ParsedTurn("\n".join(r for r in reasoning if r), utterance.strip(), ended, flags)
 
 
 def _strip_tags(text: str, reasoning: list[str], flags: list[str]) -> str:
     """Move tagged reasoning out of ``text`` into ``reasoning``; return the rest."""
-    blocks = [m.group(2).strip() for m in _TAG_BLOCK.finditer(text)]
+    blocks = [m.group(1).strip() for m in _TAG_BLOCK.finditer(text)]
     if blocks:
         reasoning.extend(blocks)
         flags.append("think_tagged")
@@ -140,6 +165,16 @@ def _strip_tags(text: str, reasoning: list[str], flags: list[str]) -> str:
     return text
 
 
+def _cut_after_end(text: str, reasoning: list[str], flags: list[str]) -> str:
+    """Text after the first end token is the model explaining itself: make it private."""
+    end = END_TOKEN.search(text)
+    if end is None or not text[end.end():].strip():
+        return text
+    reasoning.append(text[end.end():].strip())
+    flags.append("after_end_signal")
+    return text[:end.end()]
+
+
 def split_untagged(text: str) -> tuple[str, str, list[str]]:
     """Split untagged reasoning prose from the utterance.
 
@@ -148,7 +183,11 @@ def split_untagged(text: str) -> tuple[str, str, list[str]]:
         like reasoning (it is then returned unchanged as the utterance, minus trailing notes).
     """
     text = text.strip()
-    marker = _last_marker(text)
+    strong = _last(STRONG_MARKER, text)
+    if strong is not None:
+        before, after = text[:strong.start()].strip(), text[strong.end():].strip()
+        return before, _unquote(after), ["untagged_reasoning" if before else "role_prefix"]
+    marker = _last(_MARKER, text)
     if marker is not None:
         before, after = text[:marker.start()].strip(), text[marker.end():].strip()
         if not before:
@@ -161,21 +200,21 @@ def split_untagged(text: str) -> tuple[str, str, list[str]]:
         rest, note = _drop_trailing_notes(text[enclosed.end():].strip())
         return "\n".join(x for x in (thought.strip(), note) if x), rest, ["untagged_reasoning"]
     if starts_like_reasoning(text):
+        # Only the last block can be the message: a block the rules cannot tell apart from
+        # speech stays private (a shorter message beats a leaked thought).
         blocks = _blocks(text)
-        cut = 1
-        while cut < len(blocks) and _reasoning_like(blocks[cut]):
-            cut += 1
-        thought, rest = "\n\n".join(blocks[:cut]), "\n\n".join(blocks[cut:])
-        flags = ["untagged_reasoning"] + ([] if rest else ["untagged_reasoning_unsplit"])
-        return thought, rest, flags
+        if len(blocks) > 1 and not _reasoning_like(blocks[-1]):
+            return "\n\n".join(blocks[:-1]), blocks[-1], ["untagged_reasoning"]
+        return text, "", ["untagged_reasoning", "untagged_reasoning_unsplit"]
     rest, note = _drop_trailing_notes(text)
     return note, rest, ["untagged_reasoning"] if note else []
 
 
 def starts_like_reasoning(text: str) -> bool:
-    """True when ``text`` opens the way models open private reasoning (header, label, meta)."""
-    return bool(_HEADER.match(text) or _BRACKET_LABEL.match(text) or _LET_ME_THINK.match(text)
-                or _STRONG_META_START.match(text))
+    """True when ``text`` opens the way models open private reasoning (header, heading, label,
+    "let me think", role-play talk)."""
+    return bool(HEADER.match(text) or HEADING.match(text) or _BRACKET_LABEL.match(text)
+                or _LET_ME_THINK.match(text) or ROLEPLAY_START.match(text))
 
 
 def _reasoning_like(block: str) -> bool:
@@ -190,26 +229,27 @@ def _blocks(text: str) -> list[str]:
     return paragraphs
 
 
-def _last_marker(text: str) -> re.Match[str] | None:
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     found = None
-    for found in _MARKER.finditer(text):
+    for found in pattern.finditer(text):
         pass
     return found
 
 
 def _drop_trailing_notes(text: str) -> tuple[str, str]:
-    """Trailing "(Note: …)" / "Reasoning: …" paragraphs are asides, not speech."""
+    """Trailing "(Note: …)" / "Reasoning: …" / role-play paragraphs are asides, not speech."""
     paragraphs = [p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]
     notes: list[str] = []
-    while len(paragraphs) > 1 and _TRAILING_NOTE.match(paragraphs[-1]):
+    while len(paragraphs) > 1 and (_TRAILING_NOTE.match(paragraphs[-1])
+                                   or starts_like_reasoning(paragraphs[-1])):
         notes.insert(0, paragraphs.pop().strip())
     return "\n\n".join(paragraphs).strip(), "\n\n".join(notes)
 
 
 def _take_end_signal(text: str) -> tuple[str, bool, bool]:
     """Remove end signals; returns ``(rest, ended, a non-canonical variant was used)``."""
-    tokens = _END_TOKEN.findall(text)
-    rest = _END_TOKEN.sub(" ", text)
+    tokens = END_TOKEN.findall(text)
+    rest = END_TOKEN.sub(" ", text)
     loose = False
     while (m := _LOOSE_END_EDGE.search(rest)) is not None and m.group(0).strip():
         rest, loose = rest[:m.start()] + " " + rest[m.end():], True

@@ -22,7 +22,13 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
-from mimesis.simulator.frozen import hash_files, make_read_only, remove_tree
+from mimesis.simulator.frozen import (
+    FILES_TAG,
+    files_fingerprint,
+    hash_files,
+    make_read_only,
+    remove_tree,
+)
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "freeze_user"
@@ -75,7 +81,8 @@ def run(train_user_dir: Path, label_dir: Path, out_dir: Path, params: FreezeUser
             "merge_max_abs_logit_diff": merge_diff, "files": hash_files(sim_dir),
         }
         write_json(sim_dir / "meta.json", meta)
-        registry = _register(sim_dir, params, mlflow_run.info.run_id) if params.register else {}
+        registry = (_register(sim_dir, params, mlflow_run.info.run_id,
+                              files_fingerprint(meta["files"])) if params.register else {})
         write_json(out_dir / "registry.json", registry)
     make_read_only(sim_dir)
     size_mb = sum(p.stat().st_size for p in sim_dir.iterdir()) / 2**20
@@ -100,8 +107,9 @@ def _input_hashes(train_user_dir: Path, label_dir: Path, train_meta: dict) -> di
     return inputs
 
 
-def _register(sim_dir: Path, params: FreezeUserParams, run_id: str) -> dict:
-    """Log ``sim_dir`` as run artifacts and point ``name@alias`` at a new registry version.
+def _register(sim_dir: Path, params: FreezeUserParams, run_id: str, fingerprint: str) -> dict:
+    """Log ``sim_dir`` as run artifacts and point ``name@alias`` at a new registry version,
+    tagged with the file-list ``fingerprint`` (the record outside the folder, checked on load).
 
     ``log_artifacts`` + ``create_model_version`` (seconds) instead of ``mlflow.pytorch.log_model``
     (which infers pip requirements for ~15 s and pickles the model).
@@ -117,12 +125,14 @@ def _register(sim_dir: Path, params: FreezeUserParams, run_id: str) -> dict:
     except MlflowException:
         client.create_registered_model(params.registered_model,
                                        description="MIMESIS user simulator (frozen)")
-    version = client.create_model_version(params.registered_model,
-                                          source=mlflow.get_artifact_uri("simulator"),
-                                          run_id=run_id)
+    version = client.create_model_version(
+        params.registered_model, source=mlflow.get_artifact_uri("simulator"), run_id=run_id,
+        tags={FILES_TAG: fingerprint},
+        description=f"sha256 of meta.json's file list: {fingerprint}")
     client.set_registered_model_alias(params.registered_model, params.alias, version.version)
     return {"name": params.registered_model, "alias": params.alias,
-            "version": int(version.version), "source": version.source}
+            "version": int(version.version), "source": version.source,
+            "files_sha256": fingerprint}
 
 
 def load_params(params_path: Path = Path("params.yaml")) -> FreezeUserParams:

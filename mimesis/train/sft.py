@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import torch
@@ -17,6 +20,11 @@ from transformers import Trainer
 from trl import SFTConfig, SFTTrainer
 
 FINGERPRINT = "fingerprint.json"
+log = logging.getLogger("mimesis.train")
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# Weights a transformers/peft checkpoint may hold (one of them, or a sharded index).
+_WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin",
+            "adapter_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 class PlainLossSFTTrainer(SFTTrainer):
@@ -44,10 +52,10 @@ def prepare_checkpoints(ckpt_dir: Path, run_fingerprint: str) -> str | None:
     """Checkpoint to resume from, or ``None``.
 
     Checkpoints written under another fingerprint (params, data or base changed) are deleted, so a
-    resumed run is always the run that was interrupted.
+    resumed run is always the run that was interrupted. A partial ``checkpoint-N/`` (a kill
+    during the save: see :func:`checkpoint_problem`) is removed with a warning and the previous
+    complete one is used: without this, transformers fails on it on every re-run.
     """
-    from transformers.trainer_utils import get_last_checkpoint
-
     stamp = ckpt_dir / FINGERPRINT
     if ckpt_dir.exists():
         same = stamp.exists() and json.loads(stamp.read_text()).get("sha256") == run_fingerprint
@@ -55,7 +63,60 @@ def prepare_checkpoints(ckpt_dir: Path, run_fingerprint: str) -> str | None:
             shutil.rmtree(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"sha256": run_fingerprint}) + "\n")
-    return get_last_checkpoint(str(ckpt_dir))
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir()
+             if p.is_dir() and (m := _CHECKPOINT.match(p.name))]
+    for _, path in sorted(found, reverse=True):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return str(path)
+        log.warning("skipping partial checkpoint %s (%s): removed, resuming from the previous "
+                    "complete one", path, problem)
+        shutil.rmtree(path)
+    return None
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` is not a complete Trainer checkpoint, or ``None`` when it is.
+
+    Trainer writes weights, then optimizer/scheduler/RNG state, then ``trainer_state.json``; a
+    complete checkpoint has a parseable ``trainer_state.json``, a weights file whose contents are
+    whole (a safetensors header that covers the file, a ``.bin``/``.pt`` zip with its central
+    directory, every shard of an index), and whole ``optimizer.pt``/``scheduler.pt`` if present.
+    """
+    try:
+        json.loads((path / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return "trainer_state.json missing or unreadable"
+    weights = [path / name for name in _WEIGHTS if (path / name).is_file()]
+    if not weights:
+        return "no weights file"
+    for file in weights + [path / n for n in ("optimizer.pt", "scheduler.pt")
+                           if (path / n).is_file()]:
+        if (problem := _file_problem(file)) is not None:
+            return f"{file.name}: {problem}"
+    return None
+
+
+def _file_problem(file: Path) -> str | None:
+    if file.name.endswith(".index.json"):
+        try:
+            shards = set(json.loads(file.read_text())["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError):
+            return "unreadable index"
+        missing = sorted(s for s in shards if not (file.parent / s).is_file())
+        return f"missing shards {missing}" if missing else None
+    if file.suffix == ".safetensors":
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(file), "pt") as handle:
+                handle.keys()
+        except (SafetensorError, OSError) as err:
+            return f"truncated or corrupt ({err})"
+        return None
+    if not zipfile.is_zipfile(file):  # torch.save writes a zip; a cut one lacks its directory
+        return "truncated or corrupt"
+    return None
 
 
 def sft_config(params, ckpt_dir: Path, n_train: int) -> SFTConfig:

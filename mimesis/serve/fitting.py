@@ -1,0 +1,50 @@
+"""Fit the simulator's view into the engine's prompt budget without losing what matters.
+
+The view is ``[system, assistant(sim turn 0), user(agent reply 0), …, user(last agent turn)]``
+(:func:`~mimesis.simulator.runtime.build_view`). The system prompt holds the hidden goal and
+the last agent turn is what the user answers: neither is ever cut. Older exchanges are dropped
+first, oldest first, one (simulator turn, agent reply) pair at a time so the roles keep
+alternating; a view whose system prompt and last agent turn alone do not fit is refused
+(:class:`PromptTooLongError`) instead of being cut from the left by the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mimesis.simulator.runtime import Messages
+
+
+class PromptTooLongError(ValueError):
+    """The system prompt and the last agent turn alone exceed the prompt budget."""
+
+
+def fit_view(messages: Messages, count_tokens: Callable[[Messages], int],
+             budget: int | None) -> Messages:
+    """``messages`` with the oldest exchanges dropped until ``count_tokens`` ≤ ``budget``.
+
+    Args:
+        messages: A simulator view (system first).
+        count_tokens: Tokens of the rendered prompt of a message list.
+        budget: Most prompt tokens (``None``: no limit, ``messages`` unchanged).
+
+    Returns:
+        The fitted view: ``messages[0]``, then the most recent exchanges that fit, then the last
+        message; the same list when it fits already.
+
+    Raises:
+        PromptTooLongError: even ``[system, last message]`` has more than ``budget`` tokens.
+    """
+    if budget is None or count_tokens(messages) <= budget:
+        return messages
+    head, body = messages[:1], messages[1:]
+    # Drop whole exchanges: the kept part starts at a simulator turn, as in training views.
+    for cut in range(1, len(body) - 1):
+        if body[cut]["role"] == "assistant" and count_tokens(head + body[cut:]) <= budget:
+            return head + body[cut:]
+    minimal = head + body[-1:]
+    if count_tokens(minimal) <= budget:
+        return minimal
+    raise PromptTooLongError(f"the system prompt and the last agent message take "
+                             f"{count_tokens(minimal)} tokens; this server's prompt budget is "
+                             f"{budget}")
