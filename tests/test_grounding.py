@@ -32,13 +32,18 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def rows(tokenizer):
-    got, rejects, counts = build_grounding_rows(GroundingParams(tasks_per_env=6), tokenizer, 4096)
+    got, rejects, counts = build_grounding_rows(GroundingParams(tasks_per_env=6), tokenizer,
+                                                4096)
     assert rejects == []
     return got, counts
 
 
 def _env_of(row: dict) -> str:
     return row["id"].split(":")[1]
+
+
+def _task_of(row: dict) -> str:
+    return row["id"].split(":")[2]
 
 
 def _exchanges(row: dict) -> list[tuple[str, str]]:
@@ -62,8 +67,8 @@ def test_grounding_tasks_and_wordings_are_not_the_probes(env_name, rows) -> None
     probe_tasks = {p.fact.task_id for p in probes}
     probe_questions = {p.question.lower() for p in probes}
     mine = [r for r in got if _env_of(r) == env_name]
-    assert len(mine) == 6
-    assert {r["id"].split(":", 2)[2] for r in mine}.isdisjoint(probe_tasks)
+    assert len(mine) == 6 * 2  # dialogues_per_task
+    assert {_task_of(r) for r in mine}.isdisjoint(probe_tasks)
     for row in mine:
         for to_user, _ in _exchanges(row):
             message = to_user.split("\n\n[Your private working")[0]  # FunctionGym's user_view
@@ -82,7 +87,7 @@ def test_rows_are_the_simulator_view_of_an_episode(env_name, rows) -> None:
         by_id[env.task.id] = info["scenario"]
     for row in (r for r in got if _env_of(r) == env_name):
         messages = row["messages"]
-        scenario = by_id[row["id"].split(":", 2)[2]]
+        scenario = by_id[_task_of(row)]
         assert messages[0] == {"role": "system", "content": render_system_prompt(scenario)}
         assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * (len(messages) // 2)
         for _, target in _exchanges(row):
@@ -103,7 +108,7 @@ def test_every_reply_states_the_fact_as_the_env_parsers_read_it(env_name, rows) 
     got, _ = rows
     env = make(env_name)
     for row in (r for r in got if _env_of(r) == env_name):
-        task_id = row["id"].split(":", 2)[2]
+        task_id = _task_of(row)
         if env.tasks is None:
             seeds = [k for k in range(300_000, 300_006)]
             for s in seeds:
@@ -146,7 +151,8 @@ def test_function_user_view_gives_the_value_refuses_the_test_case_and_hides_noth
 
 
 def test_too_long_dialogues_are_rejects_and_counts_reconcile(tokenizer) -> None:
-    p = GroundingParams(envs=["FunctionGym", "PersuadeGym"], tasks_per_env=3)
+    p = GroundingParams(envs=["FunctionGym", "PersuadeGym"], tasks_per_env=3,
+                        dialogues_per_task=1)
     got, rejects, counts = build_grounding_rows(p, tokenizer, max_length=64)
     assert got == [] and len(rejects) == 6
     assert {r.reason for r in rejects} == {"too_long"} and counts["too_long"] == 6

@@ -53,16 +53,19 @@ class GroundingParams:
     """params.yaml ``train_user.grounding`` (one field per key)."""
 
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs only
-    tasks_per_env: int = 16  # one dialogue per task; 0 turns grounding off
-    max_exchanges: int = 3  # agent message + user reply pairs per dialogue (1-6)
+    tasks_per_env: int = 16  # tasks per env; 0 turns grounding off
+    dialogues_per_task: int = 2  # dialogues per task (other wordings, other order)
+    max_exchanges: int = 4  # agent message + user reply pairs per dialogue (1-6)
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # env -> constructor args
     seed: int = 13  # wording and order choices
 
     def __post_init__(self) -> None:
         from mimesis.envs.registry import check_envs
 
-        if self.tasks_per_env < 0 or not 1 <= self.max_exchanges <= 6:
-            raise ValueError("grounding: need tasks_per_env >= 0 and max_exchanges in 1-6")
+        if self.tasks_per_env < 0 or self.dialogues_per_task < 1 or not (
+                1 <= self.max_exchanges <= 6):
+            raise ValueError("grounding: need tasks_per_env >= 0, dialogues_per_task >= 1 and "
+                             "max_exchanges in 1-6")
         unknown = sorted(set(self.envs) - set(BUILDERS))
         if unknown:
             raise ValueError(f"grounding.envs: no grounding dialogues for {unknown}; "
@@ -250,7 +253,7 @@ def dialogue(env: UserEnv, scenario, exchanges: Sequence[Exchange]) -> Messages:
 def build_grounding_rows(p: GroundingParams, tokenizer, max_length: int,
                          stage: str = "train_user") -> tuple[list[dict], list[Reject],
                                                              dict[str, int]]:
-    """Grounding rows of every env of ``p`` (ids ``grounding:<env>:<task id>``).
+    """Grounding rows of every env of ``p`` (ids ``grounding:<env>:<task id>:<k>``).
 
     A dialogue is cut to the exchanges that fit ``max_length`` tokens; one whose first exchange
     does not fit is a reject (``too_long``), one without any exchange too (``no_fact``).
@@ -270,9 +273,10 @@ def build_grounding_rows(p: GroundingParams, tokenizer, max_length: int,
     for name in p.envs if p.tasks_per_env else []:
         env = make(name, **p.env_kwargs.get(name, {}))
         counts[name] = 0
-        for kwargs in task_resets(env, p.tasks_per_env, rng):
+        tasks = task_resets(env, p.tasks_per_env, rng)
+        for kwargs, k in ((kw, k) for kw in tasks for k in range(p.dialogues_per_task)):
             _, info = env.reset(**kwargs)
-            row_id = f"grounding:{name}:{env.task.id}"
+            row_id = f"grounding:{name}:{env.task.id}:{k}"
             exchanges = []
             for exchange in BUILDERS[name](env, rng):
                 exchanges.append(exchange)
