@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pytest
 
 from mimesis.behaviors.annotator import Annotator, AnnotatorParams
 from mimesis.behaviors.fallbacks import FALLBACK
+from mimesis.behaviors.gold import load_gold
 from mimesis.behaviors.labeling import LabelReject, combine, prepare, scenario_traits
+from mimesis.behaviors.learned import PRODUCER as LEARNED
+from mimesis.behaviors.learned import LearnedParams
 from mimesis.behaviors.rules import RuleResult
 from mimesis.io import read_jsonl, write_jsonl
 from mimesis.schemas import Conversation, LabeledConversation, Turn, TurnLabel
@@ -121,12 +126,22 @@ def curate_dir(tmp_path: Path) -> Path:
     return folder
 
 
+def hash_embed(texts: Sequence[str]) -> np.ndarray:
+    """Offline stand-in for MiniLM: a unit vector per text, seeded by its CRC32."""
+    rows = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=16) for t in texts]
+    return np.array([r / np.linalg.norm(r) for r in rows]).reshape(len(texts), 16)
+
+
 def run_stage(curate_dir: Path, out_dir: Path, monkeypatch, **overrides) -> Path:
     values = {"max_conversations": {"train": 3, "val": 0, "test": 0}, "max_user_turns": 3,
-              "annotator": AnnotatorParams(label_behaviors=True), "seed": 7, **overrides}
+              "annotator": AnnotatorParams(label_behaviors=True), "seed": 7, "combine": "union",
+              "learned": LearnedParams(folds=2, inner_folds=2), "n_bootstrap": 50, **overrides}
     params = stage.LabelParams(**values)
     monkeypatch.setattr(stage, "make_annotator",
                         lambda p, seed: Annotator(CopyingBackend(), p))
+    monkeypatch.setattr(stage, "make_embedder", lambda: hash_embed)
+    gold = load_gold()
+    monkeypatch.setattr(stage, "load_gold", lambda: gold[:80])
     return stage.run(curate_dir, out_dir, params)
 
 
@@ -175,7 +190,26 @@ def test_run_end_to_end_counts_reconcile_and_every_label_has_sources(curate_dir,
     assert run.data.metrics["train.labelled"] == 3
     assert "freq.train.B2" in run.data.metrics
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
-    assert {"behavior_frequency.png", "counts.json", "prompts"} <= artifacts
+    assert {"behavior_frequency.png", "counts.json", "prompts", "quality.json"} <= artifacts
+    for name in ("rules", "annotator", "union", "learned"):  # figures on the labelled set
+        assert 0 <= run.data.metrics[f"gold.{name}.micro_behaviors.precision"] <= 1
+        assert f"gold.{name}.B2.recall_lo" in run.data.metrics
+    assert run.data.metrics["gold.turns"] == 80
+    assert (out / "quality.json").is_file()
+
+
+def test_learned_mode_labels_come_from_the_learned_labeller(curate_dir, tmp_path, monkeypatch):
+    out = run_stage(curate_dir, tmp_path / "label", monkeypatch, combine="learned")
+    labels = [lab for c in read_jsonl(out / "train.jsonl", LabeledConversation)
+              for lab in c.labels]
+    assert labels and any(lab.traits for lab in labels)
+    for lab in labels:
+        assert set(lab.sources) == set(lab.behaviors) | set(lab.traits)
+        assert all(src in ([LEARNED], ["rules"]) for src in lab.sources.values())
+        assert "B13" not in lab.behaviors  # the annotator's ids are not used in this mode
+        assert all(src == [LEARNED] for b, src in lab.sources.items() if b.startswith("B"))
+    counts = json.loads((out / "counts.json").read_text())
+    assert LEARNED in counts["producers"]["labels"]
 
 
 def test_sampling_is_deterministic_per_seed(curate_dir, tmp_path, monkeypatch):
@@ -197,6 +231,8 @@ def test_params_check_splits_and_modes():
         stage.LabelParams(reasoning_splits=["dev"])
     with pytest.raises(ValueError, match="combine"):
         stage.LabelParams(combine="vote")
+    with pytest.raises(ValueError, match="target_precision"):
+        LearnedParams(target_precision=0)
 
 
 def test_params_yaml_builds_for_every_profile():

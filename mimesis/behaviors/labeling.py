@@ -7,19 +7,22 @@ Source: ours (the MIMESIS labelling step: behaviours per user turn, private reas
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 from mimesis.behaviors.annotator import Annotator, ConversationView, Produced, TurnView
 from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
+from mimesis.behaviors.learned import PRODUCER as LEARNED
+from mimesis.behaviors.learned import TurnInput
 from mimesis.behaviors.rules import RuleResult, detect_rules
 from mimesis.schemas import Conversation, LabeledConversation, Reject, Scenario, TurnLabel
 
 STAGE = "label"
 RULES = "rules"
 NONE = "none"
-COMBINE_MODES = ("union", "rules", "annotator")
+COMBINE_MODES = ("learned", "union", "rules", "annotator")
+LearnedSets = dict[tuple[int, int], set[str]]  # (conversation k, turn i) -> learned labels
 # Traits that describe a habit need to show in a share of the turns; the others once suffice.
 HABIT_TRAITS = ("terse", "typo_rich")
 
@@ -78,15 +81,18 @@ def prepare(conv: Conversation, max_user_turns: int) -> Prepared:
 
 
 def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
-            mode: str = "union") -> tuple[list[str], list[str], dict[str, list[str]]]:
+            mode: str = "union", learned: set[str] | None = None
+            ) -> tuple[list[str], list[str], dict[str, list[str]]]:
     """Behaviours, traits and per-label sources of one turn.
 
     Args:
         rule: The rule labels.
         annotated: The annotator's behaviour ids, or ``None`` when it gave none.
         producer: The annotator's producer id (``annotator:<backend>:<model>``).
-        mode: ``union`` (either source), ``rules`` or ``annotator`` (one source's behaviours;
-            traits always come from the rules).
+        mode: ``learned`` (the learned labeller's behaviours and traits; ``thanks_and_leave``,
+            which it has too few examples to learn, from the rules), ``union`` (rules or
+            annotator), ``rules`` or ``annotator`` (one source's behaviours; traits from rules).
+        learned: The learned labeller's labels (required in ``learned`` mode).
 
     Returns:
         ``(behaviors, traits, sources)``, labels in catalogue order; ``sources[label]`` lists
@@ -94,6 +100,8 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
     """
     if mode not in COMBINE_MODES:
         raise ValueError(f"combine mode {mode!r} not in {COMBINE_MODES}")
+    if mode == "learned":
+        return _combine_learned(rule, learned)
     from_rules, from_model = set(rule.behaviors), set(annotated or ())
     keep = {"union": from_rules | from_model, "rules": from_rules, "annotator": from_model}[mode]
     behaviors = [b for b in BEHAVIOR_IDS if b in keep]
@@ -101,6 +109,18 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
                for b in behaviors}
     traits = [t for t in TRAIT_IDS if t in rule.traits]
     sources.update({t: [RULES] for t in traits})
+    return behaviors, traits, sources
+
+
+def _combine_learned(rule: RuleResult, learned: set[str] | None
+                     ) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    if learned is None:
+        raise ValueError("combine mode 'learned' needs the learned labeller's labels")
+    behaviors = [b for b in BEHAVIOR_IDS if b in learned]
+    from_rules = {"thanks_and_leave"} & set(rule.traits)
+    traits = [t for t in TRAIT_IDS if t in learned or t in from_rules]
+    sources = {x: [LEARNED] for x in behaviors}
+    sources.update({t: [LEARNED] if t in learned else [RULES] for t in traits})
     return behaviors, traits, sources
 
 
@@ -160,11 +180,14 @@ def annotate(prepared: Sequence[Prepared], annotator: Annotator,
 
 def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
                         max_user_turns: int, reasoning_splits: Sequence[str], combine_mode: str,
-                        trait_min_share: float) -> Outcome:
+                        trait_min_share: float,
+                        learn: Callable[[list[TurnInput]], list[set[str]]] | None = None
+                        ) -> Outcome:
     """Label ``convs`` (each with its ``split`` set); every input ends labelled or rejected.
 
     Conversations are prepared (:func:`prepare`), annotated in one batch per prompt kind
-    (:func:`annotate`), then assembled; a conversation without an acceptable goal is rejected
+    (:func:`annotate`), labelled by ``learn`` in one batch when given (required in ``learned``
+    mode), then assembled; a conversation without an acceptable goal is rejected
     (``goal_not_derivable``).
     """
     out = Outcome()
@@ -177,6 +200,7 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
             continue
         out.truncated[conv.split or "none"] += len(prepared[-1].conv.turns) < len(conv.turns)
     notes = annotate(prepared, annotator, reasoning_splits)
+    learned = learned_labels(prepared, learn) if learn is not None else {}
     for k, prep in enumerate(prepared):
         goal = notes.goals[k]
         if goal is None:
@@ -184,7 +208,8 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
                                       detail="every goal candidate copied the first user message"))
             continue
         labels = [_turn_label(i, prep.rules[i], notes.behaviors.get((k, i)),
-                              notes.reasons.get((k, i)), annotator.producer, combine_mode)
+                              notes.reasons.get((k, i)), annotator.producer, combine_mode,
+                              learned.get((k, i)))
                   for i, _ in prep.conv.user_turns()]
         end = notes.ends.get(k, Produced("", NONE))
         record = _record(prep, labels, goal, end, trait_min_share)
@@ -193,9 +218,23 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
     return out
 
 
+def learned_labels(prepared: Sequence[Prepared],
+                   learn: Callable[[list[TurnInput]], list[set[str]]]) -> LearnedSets:
+    """The learned labeller's labels for every user turn, from one batched call."""
+    keys, items = [], []
+    for k, prep in enumerate(prepared):
+        turns = prep.conv.turns
+        for i, turn in prep.conv.user_turns():
+            keys.append((k, i))
+            items.append(TurnInput(turn.text, turns[i - 1].text if i >= 1 else "",
+                                   turns[i - 2].text if i >= 2 else "", prep.rules[i]))
+    return dict(zip(keys, learn(items), strict=True))
+
+
 def _turn_label(index: int, rule: RuleResult, model_ids: list[str] | None,
-                reasoning: Produced | None, producer: str, mode: str) -> TurnLabel:
-    behaviors, traits, sources = combine(rule, model_ids, producer, mode)
+                reasoning: Produced | None, producer: str, mode: str,
+                learned: set[str] | None) -> TurnLabel:
+    behaviors, traits, sources = combine(rule, model_ids, producer, mode, learned)
     reasoning = reasoning or Produced("", NONE)
     return TurnLabel(turn_index=index, behaviors=behaviors, traits=traits, sources=sources,
                      reasoning=reasoning.text, reasoning_annotator=reasoning.producer)
@@ -214,5 +253,7 @@ def _record(prep: Prepared, labels: list[TurnLabel], goal: Produced, end: Produc
 def _count(producers: dict[str, Counter], labels: list[TurnLabel], goal: Produced,
            end: Produced) -> None:
     producers.setdefault("reasoning", Counter()).update(lab.reasoning_annotator for lab in labels)
+    producers.setdefault("labels", Counter()).update(
+        p for lab in labels for ps in lab.sources.values() for p in ps)
     producers.setdefault("goal", Counter())[goal.producer] += 1
     producers.setdefault("end_reasoning", Counter())[end.producer] += 1

@@ -13,6 +13,12 @@ Per split, ``max_conversations`` conversations are sampled with the seed (the re
 model or an OpenAI-compatible endpoint) writes reasoning for ``reasoning_splits``, goals for all
 splits, end reasoning for conversations that really ended, and optionally behaviour ids, with one
 batched call per prompt kind. Every label, reasoning and goal records its producer.
+
+Every run also measures the labellers on the packaged hand-labelled set
+(``mimesis.behaviors.quality``: rules, annotator, union and the cross-validated learned labeller;
+per-label and micro precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes
+them to ``<out>/quality.json``, and, with ``combine: learned``, labels with the learned labeller
+fitted on the whole set.
 """
 
 from __future__ import annotations
@@ -27,8 +33,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from mimesis.behaviors import learned, quality
 from mimesis.behaviors.annotator import AnnotatorParams, make_annotator
+from mimesis.behaviors.gold import load_gold
 from mimesis.behaviors.labeling import COMBINE_MODES, STAGE, Outcome, label_conversations
+from mimesis.behaviors.learned import LearnedParams
 from mimesis.behaviors.report import label_frequency, log_to_mlflow, reconcile
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.params import build, stage_params
@@ -48,9 +57,11 @@ class LabelParams:
     max_conversations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
     max_user_turns: int = 4  # label the first N user turns (+ reply); 0 = all. Cut => ended=False
     reasoning_splits: list[str] = field(default_factory=lambda: ["train", "val"])
-    combine: str = "union"  # behaviour labels from rules and annotator: union | rules | annotator
+    combine: str = "learned"  # labels from: learned | union (rules+annotator) | rules | annotator
     trait_min_share: float = 0.5  # terse/typo_rich enter the scenario at this share of turns
     annotator: AnnotatorParams = field(default_factory=AnnotatorParams)
+    learned: LearnedParams = field(default_factory=LearnedParams)
+    n_bootstrap: int = 1000  # resamples of the labelled turns for the CIs of the figures
     seed: int = 0
     profile: str = "default"
 
@@ -63,6 +74,16 @@ class LabelParams:
             raise ValueError(f"combine {self.combine!r} not in {COMBINE_MODES}")
         if not 0 < self.trait_min_share <= 1:
             raise ValueError("trait_min_share must be in (0, 1]")
+        if self.n_bootstrap < 1:
+            raise ValueError("n_bootstrap must be >= 1")
+
+
+def make_embedder() -> learned.Embed:
+    """Sentence embeddings for the learned labeller (MiniLM, <= 128 tokens per text)."""
+    from mimesis.eval.embeddings import MiniLMEmbedder
+
+    model = MiniLMEmbedder(max_length=128, batch_size=64)
+    return lambda texts: model.embed(texts, desc="label embed")
 
 
 def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
@@ -72,11 +93,16 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         inputs, input_rejects = load_inputs(curate_dir)
         sampled, not_sampled = sample(inputs, params.max_conversations, params.seed)
         annotator = make_annotator(params.annotator, params.seed)
+        embed = make_embedder()
+        figures = quality.measure(load_gold(), annotator, embed, params.learned,
+                                  params.n_bootstrap, params.seed)
         outcome = label_conversations(
             [c for split in SPLITS for c in sampled[split]], annotator,
             max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
-            combine_mode=params.combine, trait_min_share=params.trait_min_share)
+            combine_mode=params.combine, trait_min_share=params.trait_min_share,
+            learn=_learner(figures.labeller, embed, params.learned))
         out_dir.mkdir(parents=True, exist_ok=True)
+        write_json(out_dir / "quality.json", quality.table(figures))
         for split in SPLITS:
             write_jsonl(out_dir / f"{split}.jsonl", outcome.labelled.get(split, []))
         rejects = [r for split in SPLITS for r in input_rejects[split]] + outcome.rejects
@@ -85,8 +111,38 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         counts["seconds"] = round(time.time() - start, 1)
         write_json(out_dir / "counts.json", counts)
         log_to_mlflow(counts, {t.name: t.source for t in annotator.templates.values()})
+        mlflow_log_quality(figures)
     print_summary(counts)
+    print_quality(figures)
     return out_dir
+
+
+def _learner(labeller: learned.LearnedLabeller, embed: learned.Embed, params: LearnedParams):
+    return lambda items: labeller.predict(learned.featurize(items, embed, params.embed_chars))
+
+
+def mlflow_log_quality(figures: quality.Quality) -> None:
+    """The labellers' figures on the labelled set as metrics, and ``quality.json``."""
+    import mlflow
+
+    mlflow.log_metrics(quality.metrics(figures))
+    mlflow.log_dict(quality.table(figures), "quality.json")
+
+
+def print_quality(figures: quality.Quality) -> None:
+    """One line per labeller: micro P/R/F1 (95% CI) over B1-B13 and over the traits."""
+    for name, groups in figures.scores.items():
+        parts = []
+        for group, per in groups.items():
+            m = per["micro"]
+            parts.append(f"{group} P {m.precision:.2f} {_ci(m, 'precision')} "
+                         f"R {m.recall:.2f} {_ci(m, 'recall')} F1 {m.f1:.2f} {_ci(m, 'f1')}")
+        print(f"label gold ({figures.n_turns} turns) {name:9s}: " + "; ".join(parts))
+
+
+def _ci(s, name: str) -> str:
+    lo, hi = s.ci[name]
+    return f"[{lo:.2f}, {hi:.2f}]"
 
 
 def load_inputs(curate_dir: Path) -> tuple[dict[str, list[Conversation]], dict[str, list[Reject]]]:

@@ -1,0 +1,101 @@
+"""The hand-labelled set of real user turns shipped with the package (``data/gold.jsonl``).
+
+Each row is one user turn of the curated *train* split with its context (the previous user turn
+and the agent reply before it), its behaviours and traits labelled by hand, an ``uncertain`` flag
+and a one-line reason per positive label. ``data/README.md`` gives the labelling rules and how
+the turns were drawn (``mimesis.behaviors.goldselect``).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError, model_validator
+
+from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
+from mimesis.schemas import Turn
+
+GOLD_FILE = "gold.jsonl"
+
+
+class GoldError(ValueError):
+    """The labelled set is missing or holds an invalid row (its line number is in the message)."""
+
+
+class GoldTurn(BaseModel):
+    """One hand-labelled user turn.
+
+    Attributes:
+        id: Conversation id in the curated train split.
+        turn_index: Index of the user turn in the conversation's ``turns``.
+        draw: ``random`` or ``enriched`` (see ``goldselect``).
+        prev_user, prev_agent: The context ("" when the turn opens the conversation).
+        text: The user turn (clipped at 6,000 characters).
+        behaviors, traits: Hand labels, catalogue ids.
+        uncertain: The labeller was not sure about at least one label of this turn.
+        reasons: One line per positive label.
+    """
+
+    id: str
+    turn_index: int
+    draw: str
+    prev_user: str
+    prev_agent: str
+    text: str
+    behaviors: list[str]
+    traits: list[str]
+    uncertain: bool
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _check(self) -> GoldTurn:
+        if unknown := set(self.behaviors) - set(BEHAVIOR_IDS) | set(self.traits) - set(TRAIT_IDS):
+            raise ValueError(f"unknown labels {sorted(unknown)}")
+        if set(self.reasons) != set(self.behaviors) | set(self.traits):
+            raise ValueError("every positive label needs one reason, and only those")
+        if self.draw not in ("random", "enriched"):
+            raise ValueError(f"draw {self.draw!r} is not random|enriched")
+        return self
+
+    @property
+    def labels(self) -> frozenset[str]:
+        return frozenset(self.behaviors) | frozenset(self.traits)
+
+    def turns(self) -> list[Turn]:
+        """The turn with its context as alternating turns, user first (for the rules)."""
+        turns = [Turn(role="user", text=self.prev_user)] if self.prev_user else []
+        if self.prev_agent:
+            turns.append(Turn(role="assistant", text=self.prev_agent))
+        return [*turns, Turn(role="user", text=self.text)]
+
+
+def default_path() -> Path:
+    """Path of the labelled set inside the installed package."""
+    return Path(str(resources.files("mimesis.behaviors") / "data" / GOLD_FILE))
+
+
+def load_gold(path: Path | None = None) -> list[GoldTurn]:
+    """The labelled turns of ``path`` (default: the packaged set), in file order.
+
+    Raises:
+        GoldError: the file is missing, a line is not JSON or a row is invalid, or an
+            ``(id, turn_index)`` pair repeats.
+    """
+    path = path or default_path()
+    if not path.is_file():
+        raise GoldError(f"labelled set {path} not found (is package data installed?)")
+    rows, seen = [], set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = GoldTurn.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            raise GoldError(f"{path}:{n}: {str(exc)[:300]}") from exc
+        if (row.id, row.turn_index) in seen:
+            raise GoldError(f"{path}:{n}: turn {row.id}#{row.turn_index} labelled twice")
+        seen.add((row.id, row.turn_index))
+        rows.append(row)
+    return rows

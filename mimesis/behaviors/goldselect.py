@@ -1,0 +1,117 @@
+"""Choose the real user turns of the hand-labelled set (``mimesis/behaviors/data/gold.jsonl``)
+and print them for reading; provenance of how the set was drawn.
+
+Two draws from the curated *train* split, never the same conversation twice:
+
+- ``random``: user turns drawn uniformly (seeded) among the first ``MAX_TURN`` user turns of every
+  conversation;
+- ``enriched``: later user turns (never the opening turn) whose user words match
+  ``ENRICH_CUES``, a keyword list written for this selection (not the project's rule lexicon),
+  aimed at the rare behaviours (corrections, complaints, switches, refusals, added constraints).
+  This biases the enriched draw toward explicitly worded behaviours: silent topic switches or
+  unworded hidden criteria are under-represented there, which is why the random draw exists.
+
+Run: ``python -m mimesis.behaviors.goldselect --curate data/curate --out /tmp/gold_candidates``
+writes ``candidates.jsonl`` (full records) and ``batch_NN.txt`` (clipped views, 25 turns each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+from pathlib import Path
+
+from mimesis.io import read_jsonl, write_jsonl
+
+MAX_TURN = 8  # user turns considered per conversation (the label stage reads the first 4-12)
+TURN_CHARS, CONTEXT_CHARS = 6000, 3000  # stored clip of the turn and of each context turn
+ENRICH_CUES = re.compile(
+    r"(?i)\b(?:actually|instead|also add|and also|one more thing|oh and|must|without|"
+    r"don'?t (?:use|want|include)|no,|not what|wrong|incorrect|you said|i said|i told you|"
+    r"as i said|i asked|still|again|why (?:did|do|are|is) you|stupid|useless|idiot|"
+    r"never ?mind|forget (?:it|that|about)|hurry|quick(?:ly)?|asap|urgent|just (?:do|give|write|"
+    r"pick)|whatever|can'?t you|you (?:didn'?t|did not|forgot|missed|keep)|change (?:it|that|the)|"
+    r"different (?:question|topic)|anyway|new (?:question|topic|task)|but (?:i|you)|"
+    r"only|shorter|longer|too (?:long|short|formal|casual))\b"
+)
+
+
+def _view(turns: list[dict], index: int) -> dict:
+    prev_agent = turns[index - 1]["text"] if index >= 1 else ""
+    prev_user = turns[index - 2]["text"] if index >= 2 else ""
+    return {"text": turns[index]["text"][:TURN_CHARS], "prev_user": prev_user[:CONTEXT_CHARS],
+            "prev_agent": prev_agent[:CONTEXT_CHARS], "turn_index": index,
+            "user_turn_number": index // 2 + 1, "text_chars": len(turns[index]["text"])}
+
+
+def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int) -> list[dict]:
+    """The chosen turns, each a dict with ``id``, ``draw`` and its :func:`_view` fields.
+
+    Raises:
+        ValueError: the train split has too few conversations or cue matches for the request.
+    """
+    convs = [c for c in read_jsonl(curate_dir / "train.jsonl")
+             if c["turns"] and c["turns"][0]["role"] == "user"]
+    rng = random.Random(seed)
+    order = list(range(len(convs)))
+    rng.shuffle(order)
+    if len(order) < n_random + n_enriched:
+        raise ValueError(f"{len(order)} train conversations < {n_random + n_enriched} requested")
+    chosen, used = [], set()
+    for k in order:
+        if len(chosen) == n_random:
+            break
+        turns = convs[k]["turns"]
+        users = [i for i, t in enumerate(turns) if t["role"] == "user"][:MAX_TURN]
+        chosen.append({"id": convs[k]["id"], "draw": "random", **_view(turns, rng.choice(users))})
+        used.add(k)
+    for k in order:
+        if len(chosen) == n_random + n_enriched:
+            break
+        if k in used:
+            continue
+        turns = convs[k]["turns"]
+        hits = [i for i, t in enumerate(turns) if t["role"] == "user" and i > 0
+                and i < 2 * MAX_TURN and ENRICH_CUES.search(t["text"][:400])]
+        if hits:
+            chosen.append({"id": convs[k]["id"], "draw": "enriched",
+                           **_view(turns, rng.choice(hits))})
+    if len(chosen) < n_random + n_enriched:
+        raise ValueError(f"only {len(chosen) - n_random} cue matches for {n_enriched} requested")
+    rng.shuffle(chosen)  # the labeller reads both draws mixed, not knowing which is which
+    return chosen
+
+
+def _clip(text: str, head: int, tail: int) -> str:
+    return text if len(text) <= head + tail else f"{text[:head]} [...] {text[-tail:]}"
+
+
+def render(rows: list[dict], start: int) -> str:
+    """Plain-text views of ``rows`` (numbered from ``start``) for reading."""
+    out = []
+    for n, r in enumerate(rows, start):
+        out.append(f"=== #{n} id={r['id']} user_turn={r['user_turn_number']} "
+                   f"chars={r['text_chars']}\n--- prev user: {_clip(r['prev_user'], 300, 100)}\n"
+                   f"--- prev agent: {_clip(r['prev_agent'], 450, 250)}\n"
+                   f"--- USER: {_clip(r['text'], 700, 250)}\n")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--curate", type=Path, default=Path("data/curate"))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--n-random", type=int, default=170)
+    parser.add_argument("--n-enriched", type=int, default=130)
+    parser.add_argument("--seed", type=int, default=12)
+    args = parser.parse_args(argv)
+    rows = select(args.curate, args.n_random, args.n_enriched, args.seed)
+    write_jsonl(args.out / "candidates.jsonl", rows)
+    for b in range(0, len(rows), 25):
+        (args.out / f"batch_{b // 25:02d}.txt").write_text(render(rows[b:b + 25], b))
+    print(f"{len(rows)} turns -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

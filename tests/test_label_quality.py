@@ -1,0 +1,89 @@
+"""The hand-labelled set, the scorer and the learned labeller's cross-validation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_label import hash_embed
+
+from mimesis.behaviors import learned
+from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
+from mimesis.behaviors.gold import GoldError, load_gold
+from mimesis.behaviors.quality import LABELS, gold_inputs
+from mimesis.behaviors.scoring import score
+
+
+def test_packaged_set_is_large_enriched_and_explained():
+    gold = load_gold()
+    assert len(gold) >= 300
+    assert sum(g.draw == "enriched" for g in gold) >= 0.4 * len(gold)
+    assert len({g.id for g in gold}) == len(gold)  # one turn per conversation
+    for g in gold:
+        assert set(g.reasons) == g.labels and all(r.strip() for r in g.reasons.values())
+        assert (g.turn_index == 0) == (not g.prev_agent)
+    readme = Path(learned.__file__).parent / "data" / "README.md"
+    assert "B2" in readme.read_text() and "enriched" in readme.read_text()
+
+
+def test_bad_row_is_a_clear_error_with_its_line(tmp_path):
+    row = load_gold()[0].model_dump()
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps({**row, "behaviors": ["B99"]}) + "\n")
+    with pytest.raises(GoldError, match=r"(?s)gold.jsonl:2: .*B99"):
+        load_gold(path)
+    with pytest.raises(GoldError, match="not found"):
+        load_gold(tmp_path / "missing.jsonl")
+
+
+def test_scorer_on_a_hand_made_example_with_known_figures():
+    gold = [{"B2"}, {"B2", "B9"}, set(), {"B9"}]
+    pred = [{"B2"}, {"B9"}, {"B2"}, set()]
+    s = score(gold, pred, ["B2", "B9"], n_bootstrap=200, seed=1)
+    assert (s["B2"].precision, s["B2"].recall, s["B2"].support, s["B2"].predicted) == (.5, .5, 2, 2)
+    assert (s["B9"].precision, s["B9"].recall) == (1.0, 0.5)
+    micro = s["micro"]  # tp 2, fp 1, fn 2
+    assert micro.precision == pytest.approx(2 / 3) and micro.recall == 0.5
+    assert micro.f1 == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
+    for name in ("precision", "recall", "f1"):
+        lo, hi = micro.ci[name]
+        assert 0 <= lo <= getattr(micro, name) <= hi <= 1 and lo < hi
+
+
+def test_a_labeller_that_always_says_none_has_recall_zero():
+    gold = load_gold()
+    truth = [g.labels for g in gold]
+    for labels in (BEHAVIOR_IDS, TRAIT_IDS):
+        s = score(truth, [set()] * len(truth), labels, n_bootstrap=50)
+        assert s["micro"].support > 0
+        assert s["micro"].recall == 0 and s["micro"].ci["recall"] == (0.0, 0.0)
+        assert all(s[label].recall == 0 for label in labels)
+
+
+def test_learned_labeller_is_never_scored_on_turns_or_conversations_it_was_fitted_on():
+    gold = load_gold()[:120]
+    x = learned.featurize(gold_inputs(gold), hash_embed)
+    y = np.array([[label in g.labels for label in LABELS] for g in gold], dtype=int)
+    groups = [g.id for g in gold]
+    # Two turns of one conversation: the group must keep them in the same fold.
+    groups[1] = groups[0]
+    keys = [f"{g.id}#{g.turn_index}" for g in gold]
+    params = learned.LearnedParams(folds=3, inner_folds=2)
+    preds, scorers = learned.cross_validate(x, y, groups, LABELS, params, seed=0, keys=keys)
+    assert len(preds) == len(scorers) == len(gold)
+    assert len({id(s) for s in scorers}) == 3
+    for n, model in enumerate(scorers):
+        assert keys[n] not in model.trained_on
+        assert not {k for k, g in zip(keys, groups) if g == groups[n]} & model.trained_on
+        assert len(model.trained_on) < len(gold)
+    assert any(model.models for model in scorers)  # it did fit models (terse, typo_rich, ...)
+
+
+def test_threshold_is_the_lowest_cut_reaching_the_target_precision():
+    prob = np.array([0.95, 0.9, 0.8, 0.6, 0.5, 0.1])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    assert learned.choose_threshold(prob, y, 0.75, 2) == 0.6  # 3 of 4 at >= 0.6
+    assert learned.choose_threshold(prob, y, 1.0, 2) == 0.9
+    assert learned.choose_threshold(prob, y, 1.0, 3) == float("inf")  # abstains
