@@ -58,6 +58,18 @@ def test_union_keeps_every_producer_of_every_label():
         combine(rule, None, PRODUCER, "vote")
 
 
+def test_mixed_takes_behaviours_from_rules_and_annotator_and_traits_from_the_learned_labeller():
+    rule = RuleResult(behaviors=["B2"], traits=["terse", "thanks_and_leave"])
+    learned = {"B7", "typo_rich"}
+    behaviors, traits, sources = combine(rule, ["B9"], PRODUCER, "mixed", learned)
+    assert behaviors == ["B2", "B9"]  # not the learned B7, not missing the rules' B2
+    assert traits == ["typo_rich", "thanks_and_leave"]  # not the rules' terse
+    assert sources == {"B2": ["rules"], "B9": [PRODUCER], "typo_rich": ["learned:minilm-logreg"],
+                       "thanks_and_leave": ["rules"]}
+    with pytest.raises(ValueError, match="learned"):
+        combine(rule, ["B9"], PRODUCER, "mixed", None)
+
+
 def test_prepare_cuts_to_max_user_turns_and_marks_not_ended():
     long = conv("a", *CONVERSATIONS[2])
     cut = prepare(long, max_user_turns=2)

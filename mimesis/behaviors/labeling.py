@@ -21,7 +21,7 @@ from mimesis.schemas import Conversation, LabeledConversation, Reject, Scenario,
 STAGE = "label"
 RULES = "rules"
 NONE = "none"
-COMBINE_MODES = ("learned", "union", "rules", "annotator")
+COMBINE_MODES = ("mixed", "learned", "union", "rules", "annotator")
 LearnedSets = dict[tuple[int, int], set[str]]  # (conversation k, turn i) -> learned labels
 # Traits that describe a habit need to show in a share of the turns; the others once suffice.
 HABIT_TRAITS = ("terse", "typo_rich")
@@ -89,10 +89,12 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
         rule: The rule labels.
         annotated: The annotator's behaviour ids, or ``None`` when it gave none.
         producer: The annotator's producer id (``annotator:<backend>:<model>``).
-        mode: ``learned`` (the learned labeller's behaviours and traits; ``thanks_and_leave``,
+        mode: ``mixed`` (behaviours as ``union``, traits as ``learned``: on the hand-labelled
+            set the rules beat the learned labeller on B1-B13, the learned one wins on traits),
+            ``learned`` (the learned labeller's behaviours and traits; ``thanks_and_leave``,
             which it has too few examples to learn, from the rules), ``union`` (rules or
             annotator), ``rules`` or ``annotator`` (one source's behaviours; traits from rules).
-        learned: The learned labeller's labels (required in ``learned`` mode).
+        learned: The learned labeller's labels (required in ``mixed`` and ``learned`` modes).
 
     Returns:
         ``(behaviors, traits, sources)``, labels in catalogue order; ``sources[label]`` lists
@@ -102,6 +104,11 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
         raise ValueError(f"combine mode {mode!r} not in {COMBINE_MODES}")
     if mode == "learned":
         return _combine_learned(rule, learned)
+    if mode == "mixed":  # each label group from the labeller measured best on it
+        behaviors, _, sources = combine(rule, annotated, producer, "union")
+        _, traits, learned_sources = _combine_learned(rule, learned)
+        return behaviors, traits, {**{b: sources[b] for b in behaviors},
+                                   **{t: learned_sources[t] for t in traits}}
     from_rules, from_model = set(rule.behaviors), set(annotated or ())
     keep = {"union": from_rules | from_model, "rules": from_rules, "annotator": from_model}[mode]
     behaviors = [b for b in BEHAVIOR_IDS if b in keep]

@@ -17,7 +17,7 @@ batched call per prompt kind. Every label, reasoning and goal records its produc
 Every run also measures the labellers on the packaged hand-labelled set
 (``mimesis.behaviors.quality``: rules, annotator, union and the cross-validated learned labeller;
 per-label and micro precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes
-them to ``<out>/quality.json``, and, with ``combine: learned``, labels with the learned labeller
+them to ``<out>/quality.json``, and, with ``combine: mixed`` or ``learned``, labels with the learned labeller
 fitted on the whole set.
 """
 
@@ -57,7 +57,7 @@ class LabelParams:
     max_conversations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
     max_user_turns: int = 4  # label the first N user turns (+ reply); 0 = all. Cut => ended=False
     reasoning_splits: list[str] = field(default_factory=lambda: ["train", "val"])
-    combine: str = "learned"  # labels from: learned | union (rules+annotator) | rules | annotator
+    combine: str = "mixed"  # mixed (behaviours union, traits learned) | learned | union | rules | annotator
     trait_min_share: float = 0.5  # terse/typo_rich enter the scenario at this share of turns
     annotator: AnnotatorParams = field(default_factory=AnnotatorParams)
     learned: LearnedParams = field(default_factory=LearnedParams)
