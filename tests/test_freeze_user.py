@@ -24,6 +24,7 @@ from mimesis.simulator.frozen import (
 )
 from mimesis.stages.freeze_user import FreezeUserParams
 from mimesis.stages.train_user import TrainUserParams
+from mimesis.train.grounding import GroundingParams
 
 _spec = importlib.util.spec_from_file_location(
     "train_user_data", Path(__file__).with_name("test_train_user_data.py"))
@@ -33,7 +34,7 @@ _spec.loader.exec_module(_data)
 TRAIN = TrainUserParams(base_model="tiny-llama", max_train_conversations=4,
                         max_val_conversations=2, max_length=512, batch_size=2,
                         learning_rate=1e-2, warmup_ratio=0.0, save_steps=10,
-                        eval_at_start=False)
+                        eval_at_start=False, grounding=GroundingParams(tasks_per_env=0))
 pytestmark = pytest.mark.slow
 
 

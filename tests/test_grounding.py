@@ -67,7 +67,7 @@ def test_grounding_tasks_and_wordings_are_not_the_probes(env_name, rows) -> None
     probe_tasks = {p.fact.task_id for p in probes}
     probe_questions = {p.question.lower() for p in probes}
     mine = [r for r in got if _env_of(r) == env_name]
-    assert len(mine) == 6 * 2  # dialogues_per_task
+    assert len(mine) == 6 * GroundingParams().dialogues_per_task
     assert {_task_of(r) for r in mine}.isdisjoint(probe_tasks)
     for row in mine:
         for to_user, _ in _exchanges(row):
@@ -166,3 +166,28 @@ def test_params_refuse_held_out_or_unknown_envs() -> None:
         GroundingParams(envs=["TelepathyGym"])
     with pytest.raises(ValueError, match="max_exchanges"):
         GroundingParams(max_exchanges=0)
+
+
+def test_train_user_mixes_the_dialogues_into_the_training_rows_only(tmp_path, tokenizer) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    from mimesis.stages.train_user import TrainUserParams
+    from mimesis.train.stage_helpers import load_splits
+
+    spec = importlib.util.spec_from_file_location(
+        "train_user_data", Path(__file__).with_name("test_train_user_data.py"))
+    data_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(data_module)
+    label_dir = data_module.write_label_dir(tmp_path / "label", n_train=4, n_val=2)
+    grounding = GroundingParams(envs=["FunctionGym", "PersuadeGym"], tasks_per_env=2)
+    params = TrainUserParams(base_model="tiny-llama", max_length=4096, grounding=grounding)
+    data = load_splits(label_dir, tokenizer, params)
+    ids = data.train["id"]
+    assert sum(i.startswith("grounding:") for i in ids) == 2 * 2 * 3 == data.counts[
+        "grounding"]["rows"]
+    assert len(ids) == data.counts["train"]["rows"] + data.counts["grounding"]["rows"]
+    assert not any(i.startswith("grounding:") for i in data.val["id"])
+    off = load_splits(label_dir, tokenizer, TrainUserParams(
+        base_model="tiny-llama", max_length=4096, grounding=GroundingParams(tasks_per_env=0)))
+    assert "grounding" not in off.counts and len(off.train) == data.counts["train"]["rows"]

@@ -13,6 +13,7 @@ import torch
 from mimesis.models.chat_template import IM_END
 from mimesis.simulator.format import END_SIGNAL
 from mimesis.stages.train_user import TrainUserParams
+from mimesis.train.grounding import GroundingParams
 
 _spec = importlib.util.spec_from_file_location(
     "train_user_data", Path(__file__).with_name("test_train_user_data.py"))
@@ -23,7 +24,8 @@ make_conversations, write_label_dir = _data.make_conversations, _data.write_labe
 SMALL = TrainUserParams(base_model="tiny-llama", max_train_conversations=4,
                         max_val_conversations=2, max_length=512, batch_size=2,
                         learning_rate=1e-2, warmup_ratio=0.0, save_steps=1,
-                        eval_at_start=False, keep_checkpoints=True)
+                        eval_at_start=False, keep_checkpoints=True,
+                        grounding=GroundingParams(tasks_per_env=0))  # real rows only here
 
 
 @pytest.fixture

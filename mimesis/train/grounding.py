@@ -54,7 +54,7 @@ class GroundingParams:
 
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs only
     tasks_per_env: int = 16  # tasks per env; 0 turns grounding off
-    dialogues_per_task: int = 2  # dialogues per task (other wordings, other order)
+    dialogues_per_task: int = 3  # dialogues per task (other wordings, other order)
     max_exchanges: int = 4  # agent message + user reply pairs per dialogue (1-6)
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # env -> constructor args
     seed: int = 13  # wording and order choices
@@ -100,13 +100,13 @@ def _function(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
             case = ", ".join(format_number(v) for v in task.test_case)
             refusal = rng.choice(("Sorry, I can't give you that one.", "I can't give that one."))
             yield (rng.choice(_F_TEST).format(x=case),
-                   "That is the test case; I must not evaluate it.", refusal)
+                   "I'm asked for the test case; I must not evaluate it.", refusal)
         elif roll < 0.22:
-            yield (rng.choice(_F_HINT), "No numbers there, and I never hint at the formula.",
+            yield (rng.choice(_F_HINT), "I'm given no four numbers, and I never hint at the formula.",
                    rng.choice(("Give me four numbers.", "Please give me four numbers a, b, c, d.")))
         else:
             reply = rng.choice((f"f({shown}) = {value}", value, f"{value}."))
-            yield ask, f"They want f({shown}); I worked it out: {value}. Only the value.", reply
+            yield ask, f"I'm asked for f({shown}); my working says {value}. Only the value.", reply
 
 
 # ----------------------------------------------------------------------------- TravelGym
@@ -131,17 +131,18 @@ def _travel(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
         aspect, pref = rng.choice(shown)
         label = kind_label(aspect.kind)
         yield (rng.choice(_T_OPEN).format(label=label),
-               f"They ask what I want for the {label}: {preference_text(aspect.kind, pref)}.",
+               f"I'm asked what I want for the {label}: {preference_text(aspect.kind, pref)}.",
                _travel_reply(pref, aspect.kind, rng))
         rest += [(a, p) for a, p in shown if p is not pref]
     for aspect, pref in rest:
         label = kind_label(aspect.kind)
         if pref.attr == PRICE:
             ask = rng.choice(_T_BUDGET).format(label=label)
-            why = f"My budget for the {label}: at most ${pref.max_price} {PRICE_RANGE[aspect.kind][2]}."
+            why = (f"I'm asked my budget for the {label}: at most ${pref.max_price} "
+                   f"{PRICE_RANGE[aspect.kind][2]}.")
         else:
             ask = rng.choice(_T_ATTR).format(attr=pref.attr, label=label)
-            why = f"They ask about the {pref.attr}: {preference_text(aspect.kind, pref)}."
+            why = f"I'm asked about the {pref.attr}: {preference_text(aspect.kind, pref)}."
         yield ask, why, _travel_reply(pref, aspect.kind, rng)
 
 
@@ -167,7 +168,7 @@ def _turtle(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
     probes = list(turtle_probes().get(env.task.id, []))
     rng.shuffle(probes)
     if rng.random() < 0.3:
-        yield (rng.choice(_Y_OTHER), "That is not a yes/no question.",
+        yield (rng.choice(_Y_OTHER), "I'm not asked a yes/no question.",
                "Please ask a yes/no question.")
     for probe in probes:
         q = probe["question"]
@@ -197,7 +198,7 @@ def _tau(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
     rng.shuffle(facts)
     for kind, ids in facts:
         value = ids[0]
-        yield (rng.choice(_TAU_ASK[kind]), f"They need my {kind.replace('_', ' ')}: {value}.",
+        yield (rng.choice(_TAU_ASK[kind]), f"I'm asked for my {kind.replace('_', ' ')}: {value}.",
                rng.choice((value, f"It's {value}.", f"Sure: {value}")))
 
 
@@ -214,12 +215,12 @@ def _persuade(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
     task = env.task
     n = task.initial_stance
     stance = rng.choice((f"My stance: {n}/7.", f"{n}/7.", f"I'd say {n}/7."))
-    yield rng.choice(_P_ASK), f"They want my stance. I'm at {n} ({SCALE[n]}).", stance
+    yield rng.choice(_P_ASK), f"I'm asked for my stance: I'm at {n} ({SCALE[n]}).", stance
     reason = rng.choice(task.reasons)
     pushback = f"That doesn't convince me: {reason[0].lower() + reason[1:]}. My stance: {n}/7."
-    yield (rng.choice(_P_PUSH), "That is pushy and answers none of my reasons; I stay where I am.",
+    yield (rng.choice(_P_PUSH), "I'm pushed, but none of my reasons is answered; I stay where I am.",
            pushback)
-    yield rng.choice(_P_ASK), f"Still at {n}; nothing has answered my reasons.", stance
+    yield rng.choice(_P_ASK), f"I'm asked again: still {n}, nothing has answered my reasons.", stance
 
 
 BUILDERS: dict[str, Callable[[UserEnv, random.Random], Iterator[Exchange]]] = {
