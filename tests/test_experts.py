@@ -112,6 +112,30 @@ def test_travel_expert_picks_the_best_option_from_stated_preferences(max_turns):
         assert reward >= success_threshold("TravelGym"), (seed, messages)
 
 
+def one_at_a_time_user(task, message: str) -> str:
+    """States one preference per reply, as the travel user's goal tells it to: the first one the
+    message asks about (an open question gets a preference that is not hidden)."""
+    low = message.lower()
+    for a in task.aspects:
+        for p in a.preferences:
+            key = "budget" if p.attr == PRICE else p.attr
+            open_question = kind_label(a.kind) in low and "matters" in low and not p.hidden
+            if open_question or key in low:
+                return preference_text(a.kind, p) + "."
+    return "No strong preference."
+
+
+def test_travel_expert_asks_again_about_what_a_partial_answer_left_out():
+    env = make("TravelGym", max_turns=5)
+    for seed in range(4):
+        _, messages, _ = play(env, one_at_a_time_user, seed)
+        questions = [m for m in messages if m.startswith("[action]")]
+        assert len(questions) == 3, messages  # one about everything, then one at a time
+        assert "what do you prefer for" in questions[0]
+        assert all("preference for the" in q or "budget" in q for q in questions[1:]), messages
+        assert questions[1] != questions[2]
+
+
 def test_turtle_expert_explains_with_what_the_user_revealed():
     env = make("TurtleGym", max_turns=5)
     for index in _training_indices("TurtleGym", 5):

@@ -25,6 +25,8 @@ _MONEY = re.compile(r"\$\s*(\d{2,5})|(\d{2,5})\s*(?:dollars|usd|bucks)|(?:budget
                     r"max(?:imum)?|below|up to|no more than|less than)\D{0,12}(\d{2,5})",
                     re.IGNORECASE)
 _LABEL_KIND = {kind_label(k): k for k in ATTRIBUTES}
+_ASKED_ALONE = re.compile(r"(?:preference for the (.+?)|what is your (budget)) (?:of|for) the "
+                          r"([a-z ]+?)\?")
 
 
 @dataclass
@@ -105,8 +107,9 @@ def choose(options: list[Option], wishes: Wishes) -> Option:
 class TravelExpert(Expert):
     """Reads: the parts named in the prompt, the option tables its ``[search]`` returns, the
     user's replies and the env's "Recorded …" notes. Strategy: one ``[search]`` for every part;
-    an open question per part, then about each attribute left unmentioned (one at a time when
-    the budget allows, else all in one question); ``[answer]`` per part."""
+    an open question per part, then about each attribute the user has not stated, one at a time,
+    the ones on which the options differ most first (when turns are too few for that, first one
+    question about all of them); ``[answer]`` per part."""
 
     env = "TravelGym"
 
@@ -133,14 +136,18 @@ class TravelExpert(Expert):
     def _question(self, view: AgentView, todo: list[str], tables, qa) -> str | None:
         asked = " ".join(q.lower() for q, _ in qa)
         said = " ".join(r.lower() for _, r in qa)
-        items = []  # (part, attribute) neither asked about nor mentioned by the user yet
+        alone = {(a or b, p) for a, b, p in _ASKED_ALONE.findall(asked)}  # asked on their own
+        items = []  # (part, attribute) the user has not stated, not yet asked on its own
         for part in todo:
             options = tables.get(part, [])
             vocab = vocabulary(part, options)
-            for attr in list(options[0].attrs) if options else []:
-                if attr not in asked and not any(v.lower() in said for v in vocab[attr]):
+            # most telling first: an attribute on which the options differ more
+            attrs = sorted(list(options[0].attrs) if options else [],
+                           key=lambda a: -len({o.attrs[a] for o in options}))
+            for attr in attrs:
+                if (attr, part) not in alone and not any(v.lower() in said for v in vocab[attr]):
                     items.append((part, attr))
-            if "budget" not in asked and not _MONEY.search(said):
+            if ("budget", part) not in alone and not _MONEY.search(said):
                 items.append((part, "budget"))
         if not items:
             return None
@@ -148,15 +155,17 @@ class TravelExpert(Expert):
         part = items[0][0]
         if part not in asked and questions >= len(items) + 1:
             return f"[action] What matters most to you for the {part}?"
-        if questions >= len(items) or items[0][1] == "budget":
-            attr = items[0][1]
-            if attr == "budget":
-                return f"[action] What is your budget for the {part}?"
-            return f"[action] Do you have a preference for the {attr} of the {part}?"
-        attrs = [a for p, a in items if p == part and a != "budget"]
-        listed = ", ".join(attrs[:-1]) + " and " + attrs[-1] if len(attrs) > 1 else attrs[0]
-        tail = ", and what is your budget?" if (part, "budget") in items else "?"
-        return f"[action] For the {part}, what do you prefer for {listed}{tail}"
+        if part not in asked and questions < len(items):
+            # Too few turns for one question each: one question about all of them (a user who
+            # answers only part of it is asked about the rest one at a time, turns allowing).
+            attrs = [a for p, a in items if p == part and a != "budget"]
+            listed = ", ".join(attrs[:-1]) + " and " + attrs[-1] if len(attrs) > 1 else attrs[0]
+            tail = ", and what is your budget?" if (part, "budget") in items else "?"
+            return f"[action] For the {part}, what do you prefer for {listed}{tail}"
+        attr = items[0][1]
+        if attr == "budget":
+            return f"[action] What is your budget for the {part}?"
+        return f"[action] Do you have a preference for the {attr} of the {part}?"
 
     @staticmethod
     def _wishes(part: str, options: list[Option], qa, parts: list[str]) -> Wishes:
