@@ -1,4 +1,5 @@
-"""Command line: ``mimesis run``, ``stage``, ``status``, ``envs list``, ``serve``, ``chat``.
+"""Command line: ``mimesis run``, ``stage``, ``status``, ``deps``, ``envs list``, ``serve``,
+``chat``.
 
 The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 """
@@ -95,6 +96,36 @@ def status(root: RootOpt = Path(".")) -> None:
         reason = stale_reason(root, name)
         state = f"[yellow]stale[/yellow]: {reason}" if reason else "[green]up to date[/green]"
         console.print(f"{name:<{width}} {state}")
+
+
+@app.command()
+def deps(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Rewrite the code deps in dvc.yaml (default: only check).")] = False,
+    root: RootOpt = Path("."),
+) -> None:
+    """Check (or, with --write, rewrite) each stage's code deps in dvc.yaml against the modules
+    its entry module imports; exits 1 when a check finds a difference."""
+    from mimesis.deps import check
+    from mimesis.deps import write as write_deps
+
+    root = _check_root(root)
+    if write:
+        changed = write_deps(root)
+        console.print(f"dvc.yaml: code deps rewritten for {', '.join(changed)}" if changed
+                      else "dvc.yaml: code deps already derived from the imports")
+        return
+    bad = [r for r in check(root) if not r.ok]
+    for r in bad:
+        extra = sorted(set(r.listed) - set(r.derived))
+        missing = sorted(set(r.derived) - set(r.listed))
+        console.print(f"[yellow]{r.stage}[/yellow]: {len(r.uncovered)} needed files not "
+                      f"covered {list(r.uncovered)[:8]}; to add {missing}; to drop {extra}",
+                      highlight=False)
+    if bad:
+        console.print("run [bold]mimesis deps --write[/bold] to fix dvc.yaml")
+        raise typer.Exit(1)
+    console.print("dvc.yaml: every stage's code deps match its imports")
 
 
 envs_app = typer.Typer(help="Agent environments (gymnasium API).", no_args_is_help=True)

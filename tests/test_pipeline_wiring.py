@@ -36,6 +36,18 @@ def test_declared_code_dependencies_exist():
             assert (ROOT / dep).exists(), f"{name}: dependency {dep} does not exist"
 
 
+def test_code_deps_cover_every_imported_module():
+    """A stage re-runs when any module it can import changes: the import graph of its entry
+    module is covered by its deps, and the deps are exactly the derived ones."""
+    from mimesis.deps import check
+
+    reports = check(ROOT)
+    uncovered = {r.stage: r.uncovered for r in reports if r.uncovered}
+    assert uncovered == {}, f"uncovered modules (run `mimesis deps --write`): {uncovered}"
+    stale = [r.stage for r in reports if r.listed != r.derived]
+    assert stale == [], f"code deps differ from the import graph (`mimesis deps --write`): {stale}"
+
+
 def test_prefect_tasks_cover_every_stage_by_name():
     from tasks.stages import TASKS
 
