@@ -29,7 +29,8 @@ from mimesis.tracking import PARENT_ENV
 from tasks.stages import TASKS
 
 FLOW_NAME = "mimesis-stage"
-GPU_STAGES = frozenset({"train_user", "evaluate", "sft_agent", "train_agent", "distill_agent"})
+GPU_STAGES = frozenset({"train_user", "evaluate_user", "sft_agent", "train_agent", "distill_agent",
+                        "evaluate_agents"})
 """Stages deployed on the ``gpu`` pool: training and generation-heavy evaluation."""
 
 

@@ -198,11 +198,11 @@ def _params(**kw) -> AgentEvaluateParams:
 
 
 def test_stage_refuses_an_eval_budget_other_than_training(tmp_path):
-    from mimesis.stages.evaluate import EvaluateParams, run
+    from mimesis.stages.evaluate_agents import EvaluateAgentsParams, run
 
     train, distill, sft = _arms(tmp_path, max_new_tokens=32)
-    params = EvaluateParams(profile="smoke", agents=_params())
-    out = tmp_path / "evaluate"
+    params = EvaluateAgentsParams(profile="smoke", agents=_params())
+    out = tmp_path / "evaluate_agents"
     with pytest.raises(ValueError, match=r"max_new_tokens is 48 .*grpo-prompted.*: 32"):
         run(tmp_path / "no_freeze_user", tmp_path / "no_label", out, params, train, distill, sft)
     assert not out.exists()  # refused before any work

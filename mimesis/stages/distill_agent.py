@@ -5,7 +5,7 @@ files' sha256 are checked against ``meta.json``) and ``<freeze_user_dir>/simulat
 (hash-verified, and it must be the simulator the SFT traces were played with). Trains the SFT
 adapter with ``L = L_GRPO + α·L_CSD`` (:mod:`mimesis.rl.csd`) against the frozen simulator, in
 parallel with train_agent's ``grpo`` arm, not after it: the same start, scenarios, seeds and step
-budget (params.yaml keeps these keys equal to train_agent's, and ``evaluate`` refuses arms
+budget (params.yaml keeps these keys equal to train_agent's, and ``evaluate_agents`` refuses arms
 whose budgets differ), so ``csd − grpo`` measures the CSD term alone. A coach — by default the frozen simulator,
 prompted; optionally any OpenAI-compatible endpoint — writes a note on what the user needs next
 for each coached turn; the note must pass the leakage filter (:func:`mimesis.rl.coach.find_leaks`).
