@@ -32,11 +32,7 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_jsonl
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import (  # noqa: F401 (build resolves field types here)
-    AgentRLParams,
-    DynamicSamplingParams,
-    UserSamplingParams,
-)
+from mimesis.rl.agent_training import AgentRLParams
 from mimesis.rl.coach import CoachParams
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
