@@ -6,7 +6,6 @@ The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +25,15 @@ ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", "-p", help=f"One of {', '.join(PROFILES)}; written to params.yaml "
                             "(like `dvc exp run -S profile=...`). Default: keep params.yaml's.")]
 RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds dvc.yaml).")]
+
+
+@app.callback()
+def _entry() -> None:
+    """Before any command: the offline, no-telemetry environment defaults (and OpenMP's passive
+    wait policy, read once when torch loads), never at ``import mimesis``."""
+    from mimesis.runtime_env import configure_environment
+
+    configure_environment()
 
 
 def _check_root(root: Path) -> Path:
@@ -64,12 +72,29 @@ def run(
     selected = _parse_stages(stages)
     _apply_profile(root, profile)
     _check_params(root, selected)
-    from flows.pipeline import pipeline  # Prefect stays out of the library import path
+    pipeline = _local_flow(root)
 
     start = time.perf_counter()
     active = profile or _active_profile(root)
     results = pipeline(root=str(root), profile=active, stages=selected, force=force)
     console.print(_table(results, time.perf_counter() - start))
+
+
+def _local_flow(root: Path):
+    """The checkout's Prefect flow (``<root>/flows/pipeline.py``), imported here only: the
+    library never imports ``flows``, and the wheel does not install it (orchestration lives in
+    the project checkout, next to dvc.yaml)."""
+    import importlib
+    import sys
+
+    checkout = str(root.resolve())
+    if not (root / "flows" / "pipeline.py").is_file():
+        console.print(f"[red]{root.resolve()} has no flows/pipeline.py: `mimesis run` needs the "
+                      "project checkout (use `mimesis stage` or `dvc repro` otherwise)[/red]")
+        raise typer.Exit(2)
+    if checkout not in sys.path:
+        sys.path.insert(0, checkout)
+    return importlib.import_module("flows.pipeline").pipeline
 
 
 @app.command()
@@ -180,12 +205,6 @@ SimulatorOpt = Annotated[Path, typer.Option(
     "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
 
 
-def _passive_openmp() -> None:
-    """Before torch loads: spin-waiting OpenMP threads made CPU generation 10-50x slower on an
-    oversubscribed 2-core machine (benchmarks/serve.py); sleeping ones cost little."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def _o(help_text: str, **kwargs: object) -> typer.models.OptionInfo:
     """A typer option with its help text (keeps the serve/chat signatures short)."""
     return typer.Option(help=help_text, **kwargs)
@@ -225,7 +244,6 @@ def serve(
 ) -> None:
     """Serve the frozen user simulator as an OpenAI-compatible chat-completions API
     (docs/serving_and_scaling.md)."""
-    _passive_openmp()
     from mimesis.serve.app import run_server
     from mimesis.serve.backends import BackendUnavailableError, load_backend
     from mimesis.serve.batching import BatchingSimulator
@@ -279,7 +297,6 @@ def chat(
     save: Annotated[Path | None, _o("Write the episode state (JSON) here.")] = None,
 ) -> None:
     """Play the agent against the frozen user simulator in the terminal (type /quit to stop)."""
-    _passive_openmp()
     from mimesis.serve import chat as chat_mod
     from mimesis.simulator.frozen import FrozenSimulatorError
     from mimesis.simulator.runtime import UserSimulator

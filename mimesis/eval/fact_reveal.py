@@ -259,6 +259,9 @@ def markdown(results: Mapping[str, Mapping[str, Mapping[str, Any]]], p: FactReve
 
 
 def main(argv: list[str] | None = None) -> None:
+    from mimesis.runtime_env import configure_environment
+
+    configure_environment()
     from mimesis.params import build, stage_params
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

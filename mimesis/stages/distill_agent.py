@@ -34,6 +34,7 @@ from mimesis.io import sha256_file, write_jsonl
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
 from mimesis.rl.coach import CoachParams
+from mimesis.runtime_env import configure_environment
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
@@ -155,6 +156,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> DistillAgentParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
                         help="freeze_user stage output folder")

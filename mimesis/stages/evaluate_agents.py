@@ -36,6 +36,7 @@ from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.io import write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.tracking import flatten, stage_run
 
 ARTIFACTS = ("metrics.json", "agents.md", "agents.json", "agent_episodes.jsonl",
@@ -145,6 +146,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> EvaluateAgentsParams
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
     parser.add_argument("--label", type=Path, default=Path("data/label"),

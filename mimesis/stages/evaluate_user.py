@@ -44,6 +44,7 @@ from mimesis.eval.realism import RealismConfig, evaluate_rows
 from mimesis.eval.report import behavior_plot, length_plot, markdown_table
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.schemas import LabeledConversation
 from mimesis.tracking import flatten, stage_run
 
@@ -214,6 +215,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> EvaluateUserParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
     parser.add_argument("--label", type=Path, default=Path("data/label"))
