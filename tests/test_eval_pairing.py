@@ -327,7 +327,7 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
         unseen_users=[{"name": "agenda", "kind": "agenda"},
                       {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
                        "max_new_tokens": 8}])
-    out = tmp_path / "evaluate"
+    out = tmp_path / "evaluate_agents"
     sources = agent_sources(train, distill, sft, p)
     metrics = run_agent_evaluation(_frozen(tmp_path / "freeze_user"), sources, corpus, out, p)
     users = {"frozen", "agenda", "prompted-tiny"}
