@@ -35,9 +35,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # isort: off
-# mimesis first: it sets OMP_WAIT_POLICY=PASSIVE, which OpenMP reads once, when torch loads it
+# The environment defaults first: OMP_WAIT_POLICY=PASSIVE is read once, when torch loads
 # (spinning threads made a contended run ~25x slower: both arms, but not equally).
-import mimesis  # noqa: F401
+from mimesis.runtime_env import configure_environment
+
+configure_environment()
 import torch
 # isort: on
 

@@ -23,6 +23,7 @@ from prefect.deployments import run_deployment
 from flows.stage_flows import deployment_name
 from mimesis.params import read_params
 from mimesis.pipeline import STAGES, StageResult, working_dir
+from mimesis.runtime_env import configure_environment
 from mimesis.tracking import log_stage_times, pipeline_run
 
 
@@ -49,6 +50,7 @@ def distributed_pipeline(profile: str | None = None, stages: list[str] | None = 
     Raises:
         StageDispatchError: a stage's run did not complete.
     """
+    configure_environment()
     root_path = Path(root).resolve()
     selected = [s for s in STAGES if s in (stages or STAGES)]
     active = profile or read_params(root_path / "params.yaml").get("profile", "default")

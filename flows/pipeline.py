@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from mimesis.pipeline import STAGES, StageResult
+from mimesis.runtime_env import configure_environment
 from mimesis.tracking import log_stage_times, pipeline_run
 from tasks.stages import TASKS
 
@@ -15,6 +16,7 @@ from tasks.stages import TASKS
 def pipeline(root: str = ".", profile: str = "default", stages: list[str] | None = None,
              force: bool = False) -> list[StageResult]:
     """Run ``stages`` (default: all, in pipeline order) under one MLflow parent run."""
+    configure_environment()
     selected = [s for s in STAGES if s in (stages or STAGES)]
     results = []
     with pipeline_run(profile, selected):

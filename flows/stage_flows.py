@@ -25,11 +25,13 @@ from pathlib import Path
 from prefect import flow
 
 from mimesis.params import set_profile
+from mimesis.runtime_env import configure_environment
 from mimesis.tracking import PARENT_ENV
 from tasks.stages import TASKS
 
 FLOW_NAME = "mimesis-stage"
-GPU_STAGES = frozenset({"train_user", "evaluate", "sft_agent", "train_agent", "distill_agent"})
+GPU_STAGES = frozenset({"train_user", "evaluate_user", "sft_agent", "train_agent", "distill_agent",
+                        "evaluate_agents"})
 """Stages deployed on the ``gpu`` pool: training and generation-heavy evaluation."""
 
 
@@ -86,6 +88,7 @@ def stage_flow(stage: str, root: str = ".", profile: str | None = None, force: b
     Raises:
         ValueError: unknown stage.
     """
+    configure_environment()
     if stage not in TASKS:
         raise ValueError(f"unknown stage {stage!r}; choose from {list(TASKS)}")
     root_path = Path(root).resolve()

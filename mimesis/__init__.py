@@ -1,12 +1,8 @@
 """MIMESIS: user simulators learned from real human conversations (library; never imports Prefect).
 
-Importing the package sets the offline, no-telemetry environment of the stack (see
-``mimesis.runtime_env``) so every entry point — CLI, ``dvc repro``, Prefect tasks, tests — runs
-without reaching a model hub or a telemetry endpoint.
+Importing the package changes nothing in the process: the offline, no-telemetry environment
+defaults (:mod:`mimesis.runtime_env`) are applied by the entry points — the ``mimesis`` CLI,
+``python -m mimesis.stages.<name>`` and each stage's ``main()``, the Prefect flows.
 """
-
-from mimesis.runtime_env import configure_environment
-
-configure_environment()
 
 __version__ = "0.1.0"

@@ -1,11 +1,11 @@
-"""Command line: ``mimesis run``, ``stage``, ``status``, ``envs list``, ``serve``, ``chat``.
+"""Command line: ``mimesis run``, ``stage``, ``status``, ``deps``, ``envs list``, ``serve``,
+``chat``.
 
 The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +25,15 @@ ProfileOpt = Annotated[str | None, typer.Option(
     "--profile", "-p", help=f"One of {', '.join(PROFILES)}; written to params.yaml "
                             "(like `dvc exp run -S profile=...`). Default: keep params.yaml's.")]
 RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds dvc.yaml).")]
+
+
+@app.callback()
+def _entry() -> None:
+    """Before any command: the offline, no-telemetry environment defaults (and OpenMP's passive
+    wait policy, read once when torch loads), never at ``import mimesis``."""
+    from mimesis.runtime_env import configure_environment
+
+    configure_environment()
 
 
 def _check_root(root: Path) -> Path:
@@ -63,12 +72,29 @@ def run(
     selected = _parse_stages(stages)
     _apply_profile(root, profile)
     _check_params(root, selected)
-    from flows.pipeline import pipeline  # Prefect stays out of the library import path
+    pipeline = _local_flow(root)
 
     start = time.perf_counter()
     active = profile or _active_profile(root)
     results = pipeline(root=str(root), profile=active, stages=selected, force=force)
     console.print(_table(results, time.perf_counter() - start))
+
+
+def _local_flow(root: Path):
+    """The checkout's Prefect flow (``<root>/flows/pipeline.py``), imported here only: the
+    library never imports ``flows``, and the wheel does not install it (orchestration lives in
+    the project checkout, next to dvc.yaml)."""
+    import importlib
+    import sys
+
+    checkout = str(root.resolve())
+    if not (root / "flows" / "pipeline.py").is_file():
+        console.print(f"[red]{root.resolve()} has no flows/pipeline.py: `mimesis run` needs the "
+                      "project checkout (use `mimesis stage` or `dvc repro` otherwise)[/red]")
+        raise typer.Exit(2)
+    if checkout not in sys.path:
+        sys.path.insert(0, checkout)
+    return importlib.import_module("flows.pipeline").pipeline
 
 
 @app.command()
@@ -95,6 +121,36 @@ def status(root: RootOpt = Path(".")) -> None:
         reason = stale_reason(root, name)
         state = f"[yellow]stale[/yellow]: {reason}" if reason else "[green]up to date[/green]"
         console.print(f"{name:<{width}} {state}")
+
+
+@app.command()
+def deps(
+    write: Annotated[bool, typer.Option(
+        "--write", help="Rewrite the code deps in dvc.yaml (default: only check).")] = False,
+    root: RootOpt = Path("."),
+) -> None:
+    """Check (or, with --write, rewrite) each stage's code deps in dvc.yaml against the modules
+    its entry module imports; exits 1 when a check finds a difference."""
+    from mimesis.deps import check
+    from mimesis.deps import write as write_deps
+
+    root = _check_root(root)
+    if write:
+        changed = write_deps(root)
+        console.print(f"dvc.yaml: code deps rewritten for {', '.join(changed)}" if changed
+                      else "dvc.yaml: code deps already derived from the imports")
+        return
+    bad = [r for r in check(root) if not r.ok]
+    for r in bad:
+        extra = sorted(set(r.listed) - set(r.derived))
+        missing = sorted(set(r.derived) - set(r.listed))
+        console.print(f"[yellow]{r.stage}[/yellow]: {len(r.uncovered)} needed files not "
+                      f"covered {list(r.uncovered)[:8]}; to add {missing}; to drop {extra}",
+                      highlight=False)
+    if bad:
+        console.print("run [bold]mimesis deps --write[/bold] to fix dvc.yaml")
+        raise typer.Exit(1)
+    console.print("dvc.yaml: every stage's code deps match its imports")
 
 
 envs_app = typer.Typer(help="Agent environments (gymnasium API).", no_args_is_help=True)
@@ -149,12 +205,6 @@ SimulatorOpt = Annotated[Path, typer.Option(
     "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
 
 
-def _passive_openmp() -> None:
-    """Before torch loads: spin-waiting OpenMP threads made CPU generation 10-50x slower on an
-    oversubscribed 2-core machine (benchmarks/serve.py); sleeping ones cost little."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def _o(help_text: str, **kwargs: object) -> typer.models.OptionInfo:
     """A typer option with its help text (keeps the serve/chat signatures short)."""
     return typer.Option(help=help_text, **kwargs)
@@ -194,7 +244,6 @@ def serve(
 ) -> None:
     """Serve the frozen user simulator as an OpenAI-compatible chat-completions API
     (docs/serving_and_scaling.md)."""
-    _passive_openmp()
     from mimesis.serve.app import run_server
     from mimesis.serve.backends import BackendUnavailableError, load_backend
     from mimesis.serve.batching import BatchingSimulator
@@ -248,7 +297,6 @@ def chat(
     save: Annotated[Path | None, _o("Write the episode state (JSON) here.")] = None,
 ) -> None:
     """Play the agent against the frozen user simulator in the terminal (type /quit to stop)."""
-    _passive_openmp()
     from mimesis.serve import chat as chat_mod
     from mimesis.simulator.frozen import FrozenSimulatorError
     from mimesis.simulator.runtime import UserSimulator

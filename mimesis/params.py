@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,7 +64,9 @@ def stage_params(stage: str, params_path: Path = Path("params.yaml"), profile: s
 def build(cls: type[T], values: dict[str, Any], section: str = "") -> T:
     """Instantiate the frozen dataclass ``cls`` from ``values``; unknown keys are an error.
 
-    Nested dataclass fields are built from nested dicts.
+    Nested dataclass fields (``Inner`` or ``Inner | None``) are built from nested dicts; field
+    types are resolved with :func:`typing.get_type_hints`, each in the module of the class that
+    declares it, so an inherited field's type needs no import in the subclass's module.
 
     Args:
         section: Where ``values`` sit in params.yaml (e.g. ``distill_agent``), for messages.
@@ -72,14 +76,14 @@ def build(cls: type[T], values: dict[str, Any], section: str = "") -> T:
             ``TypeError`` message, prefixed with the section path).
     """
     where = section or cls.__name__
-    names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = set(values) - set(names)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(values) - names
     if unknown:
         raise ParamsError(f"{where}: unknown params {sorted(unknown)}")
+    hints = typing.get_type_hints(cls)
     kwargs = {}
     for key, value in values.items():
-        ftype = names[key].type
-        sub = _dataclass_type(cls, ftype)
+        sub = _dataclass_type(hints[key])
         kwargs[key] = build(sub, value, f"{where}.{key}") if sub and isinstance(value, dict) \
             else value
     try:
@@ -90,11 +94,14 @@ def build(cls: type[T], values: dict[str, Any], section: str = "") -> T:
         raise ParamsError(f"params.yaml {where}: {e}") from e
 
 
-def _dataclass_type(owner: type, ftype: Any) -> type | None:
-    if isinstance(ftype, str):
-        module = __import__(owner.__module__, fromlist=["_"])
-        ftype = getattr(module, ftype, None)
-    return ftype if dataclasses.is_dataclass(ftype) else None
+def _dataclass_type(hint: Any) -> type | None:
+    """The dataclass of a field hint ``X`` or ``X | None`` (``Optional[X]``), else None."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return hint
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        found = [a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)]
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def set_profile(params_path: Path, profile: str) -> bool:

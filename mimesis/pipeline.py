@@ -22,8 +22,8 @@ from pathlib import Path
 import yaml
 
 STAGES: tuple[str, ...] = (
-    "curate", "label", "train_user", "freeze_user", "sft_agent", "train_agent", "distill_agent",
-    "evaluate",
+    "curate", "label", "train_user", "freeze_user", "evaluate_user", "sft_agent", "train_agent",
+    "distill_agent", "evaluate_agents",
 )
 
 

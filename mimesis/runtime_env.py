@@ -1,4 +1,10 @@
-"""Offline and quiet process environment, set by the app itself (not only by CI)."""
+"""Offline and quiet process environment, set by the app's entry points (not only by CI).
+
+:func:`configure_environment` is called by the ``mimesis`` CLI (before any command), by
+``mimesis.stages`` (before a stage module loads torch) and each stage's ``main()``, by the Prefect
+flows and by the benchmarks; never at ``import mimesis``, so a program that imports the library
+keeps its own environment.
+"""
 
 from __future__ import annotations
 

@@ -39,8 +39,10 @@ sft_agent = _stage_task("sft_agent")
 train_agent = _stage_task("train_agent")
 # distill_agent may call an OpenAI-compatible coach endpoint: retry transient network failures.
 distill_agent = _stage_task("distill_agent", retries=1)
-evaluate = _stage_task("evaluate")
+evaluate_user = _stage_task("evaluate_user")
+evaluate_agents = _stage_task("evaluate_agents")
 
 TASKS = {"curate": curate, "label": label, "train_user": train_user,
-         "freeze_user": freeze_user, "sft_agent": sft_agent, "train_agent": train_agent,
-         "distill_agent": distill_agent, "evaluate": evaluate}
+         "freeze_user": freeze_user, "evaluate_user": evaluate_user, "sft_agent": sft_agent,
+         "train_agent": train_agent, "distill_agent": distill_agent,
+         "evaluate_agents": evaluate_agents}

@@ -1,4 +1,4 @@
-"""Shared test settings: MLflow never writes into the checkout; offline env from the package;
+"""Shared test settings: MLflow never writes into the checkout; offline env as the entry points set it;
 a loopback OpenAI-compatible server for the endpoint backends (annotator, judge, unseen users)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import mimesis  # noqa: F401  (sets the offline environment)
+from mimesis.runtime_env import configure_environment
+
+configure_environment()  # the offline environment every entry point sets (not import mimesis)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"

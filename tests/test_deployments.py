@@ -46,7 +46,8 @@ def test_every_stage_has_a_deployment_on_its_pool() -> None:
         assert d["entrypoint"] == "flows/stage_flows.py:stage_flow"
         assert d["parameters"] == {"stage": stage}
         assert d["work_pool"]["name"] == work_pool(stage)
-    assert {"train_user", "evaluate", "sft_agent", "train_agent", "distill_agent"} == GPU_STAGES
+    assert {"train_user", "evaluate_user", "sft_agent", "train_agent", "distill_agent",
+            "evaluate_agents"} == GPU_STAGES
     for stage in GPU_STAGES:  # agent stages are deployed ahead of joining STAGES
         assert deps[stage]["work_pool"]["name"] == "gpu"
     assert work_pool("curate") == work_pool("freeze_user") == "cpu"
@@ -127,19 +128,19 @@ def test_stage_flow_body_syncs_and_nests_under_the_parent_run(monkeypatch, tmp_p
         seen["parent"], seen["root"], seen["force"] = os.environ.get(PARENT_ENV), root, force
         seen["lock_before"] = (Path(root) / "dvc.lock").read_text()
         (Path(root) / "dvc.lock").write_text("after\n")
-        return StageResult("evaluate", True, 1.0, "forced")
+        return StageResult("evaluate_agents", True, 1.0, "forced")
 
     dvc_calls: list = []
-    monkeypatch.setattr(sf, "TASKS", {"evaluate": fake_task})
+    monkeypatch.setattr(sf, "TASKS", {"evaluate_agents": fake_task})
     monkeypatch.setattr(sf, "dvc", lambda root, *args: dvc_calls.append(args))
     monkeypatch.delenv(PARENT_ENV, raising=False)
-    out = sf.stage_flow.fn("evaluate", root=str(tmp_path), profile="smoke", force=True,
+    out = sf.stage_flow.fn("evaluate_agents", root=str(tmp_path), profile="smoke", force=True,
                            parent_run_id="parent-9", dvc_lock="before\n", dvc_sync=True)
     assert seen == {"parent": "parent-9", "root": str(tmp_path.resolve()), "force": True,
                     "lock_before": "before\n"}
     assert PARENT_ENV not in os.environ  # restored
-    assert dvc_calls == [("pull", "--with-deps", "--allow-missing", "evaluate"),
-                         ("push", "evaluate")]
+    assert dvc_calls == [("pull", "--with-deps", "--allow-missing", "evaluate_agents"),
+                         ("push", "evaluate_agents")]
     assert out["dvc_lock"] == "after\n" and out["ran"] and out["host"]
     assert "profile: smoke" in (tmp_path / "params.yaml").read_text()
     with pytest.raises(ValueError, match="unknown stage"):

@@ -198,11 +198,11 @@ def _params(**kw) -> AgentEvaluateParams:
 
 
 def test_stage_refuses_an_eval_budget_other_than_training(tmp_path):
-    from mimesis.stages.evaluate import EvaluateParams, run
+    from mimesis.stages.evaluate_agents import EvaluateAgentsParams, run
 
     train, distill, sft = _arms(tmp_path, max_new_tokens=32)
-    params = EvaluateParams(profile="smoke", agents=_params())
-    out = tmp_path / "evaluate"
+    params = EvaluateAgentsParams(profile="smoke", agents=_params())
+    out = tmp_path / "evaluate_agents"
     with pytest.raises(ValueError, match=r"max_new_tokens is 48 .*grpo-prompted.*: 32"):
         run(tmp_path / "no_freeze_user", tmp_path / "no_label", out, params, train, distill, sft)
     assert not out.exists()  # refused before any work
@@ -327,7 +327,7 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
         unseen_users=[{"name": "agenda", "kind": "agenda"},
                       {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
                        "max_new_tokens": 8}])
-    out = tmp_path / "evaluate"
+    out = tmp_path / "evaluate_agents"
     sources = agent_sources(train, distill, sft, p)
     metrics = run_agent_evaluation(_frozen(tmp_path / "freeze_user"), sources, corpus, out, p)
     users = {"frozen", "agenda", "prompted-tiny"}

@@ -1,4 +1,4 @@
-"""The evaluate stage end to end with the tiny random model: three rows, outputs, MLflow."""
+"""The evaluate_user stage end to end with the tiny random model: three rows, outputs, MLflow."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import random
 
 import pytest
 
-from mimesis.eval.agent_run import AgentEvaluateParams
-from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
-from mimesis.stages.evaluate import EvaluateParams, run
+from mimesis.stages.evaluate_user import EvaluateUserParams, run
 
 WORDS = ["hey", "need", "help", "fix", "my", "code", "why", "not", "working", "thanks", "ok", "so", "what", "about", "the", "list"]
 
@@ -45,19 +43,18 @@ def frozen_dir(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_evaluate_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, frozen_dir):
+def test_evaluate_user_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, frozen_dir):
     import mlflow
 
     rng = random.Random(0)
-    label_dir, out_dir = tmp_path / "label", tmp_path / "evaluate"
+    label_dir, out_dir = tmp_path / "label", tmp_path / "evaluate_user"
     write_jsonl(label_dir / "test.jsonl", [_conversation(i, rng) for i in range(10)])
-    params = EvaluateParams(max_conversations=8, next_positions=2, max_new_tokens=8,
-                            batch_size=16, min_support=2, c2st_min_support=3, c2st_folds=2,
-                            seed=0, profile="smoke", agents=AgentEvaluateParams(enabled=False),
-                            fact_reveal=FactRevealParams(enabled=False))  # tests/test_fact_reveal
+    params = EvaluateUserParams(max_conversations=8, next_positions=2, max_new_tokens=8,
+                                batch_size=16, min_support=2, c2st_min_support=3, c2st_folds=2,
+                                seed=0, profile="smoke")
     assert run(frozen_dir, label_dir, out_dir, params) == out_dir
-    # The agent half (covered by tests/test_flow_integration.py) leaves a note when disabled.
-    assert "disabled" in (out_dir / "agents.md").read_text()
+    # the agents are evaluate_agents' (tests/test_fact_reveal.py, tests/test_flow_integration.py)
+    assert not (out_dir / "agents.md").exists()
 
     metrics = json.loads((out_dir / "metrics.json").read_text())
     assert {"trained", "baseline", "real", "slices", "counts"} <= set(metrics)
@@ -80,7 +77,7 @@ def test_evaluate_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, frozen_di
     for name in ("lengths.png", "behaviors.png"):
         assert (out_dir / "plots" / name).stat().st_size > 1000
 
-    runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate'")
+    runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate_user'")
     assert len(runs) >= 1
     logged = runs.iloc[0]
     assert logged["metrics.real.termination_f1"] == 1.0

@@ -143,7 +143,7 @@ def test_params_refuse_unknown_users_and_held_out_envs() -> None:
 
 
 @pytest.mark.slow
-def test_evaluate_stage_writes_fact_reveal_outputs(tmp_path) -> None:
+def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     """The stage on the smoke setup (tiny random Llama): fact_reveal.json/md and metrics."""
     import random
 
@@ -156,7 +156,7 @@ def test_evaluate_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     from mimesis.rl.agent_training import UserSamplingParams
     from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
     from mimesis.simulator.frozen import hash_files
-    from mimesis.stages.evaluate import EvaluateParams, run
+    from mimesis.stages.evaluate_agents import EvaluateAgentsParams, run
 
     sim_dir = tmp_path / "freeze_user" / "simulator"
     model, tokenizer = load_base("tiny-llama")
@@ -175,13 +175,13 @@ def test_evaluate_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     write_jsonl(tmp_path / "label" / "test.jsonl", convs)
     users = ["frozen", {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
                         "max_new_tokens": 8}, {"name": "agenda", "kind": "agenda"}]
-    params = EvaluateParams(
-        max_conversations=6, max_new_tokens=8, batch_size=8, min_support=2, c2st_min_support=3,
-        c2st_folds=2, profile="smoke", agents=AgentEvaluateParams(enabled=False),
+    params = EvaluateAgentsParams(
+        profile="smoke", agents=AgentEvaluateParams(enabled=False),
         fact_reveal=FactRevealParams(n_tasks=2, users=users,
                                      user=UserSamplingParams(max_new_tokens=8)))
-    out_dir = tmp_path / "evaluate"
+    out_dir = tmp_path / "evaluate_agents"
     run(tmp_path / "freeze_user", tmp_path / "label", out_dir, params)
+    assert "disabled" in (out_dir / "agents.md").read_text()  # dvc.yaml declares the file
 
     report = json.loads((out_dir / "fact_reveal.json").read_text())
     assert set(report["results"]) == {"frozen", "prompted-tiny", "agenda"}
@@ -189,5 +189,5 @@ def test_evaluate_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     assert "| TauGym |" in (out_dir / "fact_reveal.md").read_text()
     metrics = json.loads((out_dir / "metrics.json").read_text())["fact_reveal"]
     assert metrics["agenda"]["TravelGym"]["n"] == 6
-    runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate'")
+    runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate_agents'")
     assert "metrics.fact_reveal/frozen/TauGym" in runs.columns

@@ -76,25 +76,27 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
 
     _mimesis(project, "run", "--profile", "smoke")
     assert _last_pipeline_ran(project) == dict.fromkeys(STAGES, 1)
-    metrics = yaml.safe_load((project / "data/evaluate/metrics.json").read_text())
-    assert {"trained", "baseline", "real"} <= set(metrics)
+    realism = yaml.safe_load((project / "data/evaluate_user/metrics.json").read_text())
+    assert {"trained", "baseline", "real"} <= set(realism)
+    metrics = yaml.safe_load((project / "data/evaluate_agents/metrics.json").read_text())
+    assert {"agents", "fact_reveal"} <= set(metrics) and "trained" not in metrics
     assert (project / "data/freeze_user/simulator/meta.json").exists()
     # Agent half: five agents under the training simulator and three unseen users, per env.
     by_agent = metrics["agents"]["by_agent"]
     assert set(by_agent) == {"base", "sft", "grpo-prompted", "grpo", "csd"}
     assert (project / "data/train_agent/grpo-prompted/model").is_dir()
     assert (project / "data/sft_agent/traces.jsonl").stat().st_size > 0
-    smoke_envs = params_yaml(project)["profiles"]["smoke"]["evaluate"]["agents"]["envs"]
+    smoke_envs = params_yaml(project)["profiles"]["smoke"]["evaluate_agents"]["agents"]["envs"]
     for users in by_agent.values():
         assert set(users) == {"frozen", "replay", "agenda", "prompted-tiny"}
         for envs in users.values():
             assert set(envs) == {*smoke_envs, "ALL"}
             assert all(0 <= e["success_rate"] <= 1 and e["n"] >= 1 for e in envs.values())
-    episodes = (project / "data/evaluate/agent_episodes.jsonl").read_text().splitlines()
-    n_scenarios = params_yaml(project)["profiles"]["smoke"]["evaluate"]["agents"]["n_scenarios"]
+    episodes = (project / "data/evaluate_agents/agent_episodes.jsonl").read_text().splitlines()
+    n_scenarios = params_yaml(project)["profiles"]["smoke"]["evaluate_agents"]["agents"]["n_scenarios"]
     assert len(episodes) == 5 * 4 * len(smoke_envs) * n_scenarios
-    assert (project / "data/evaluate/plots/agents.png").stat().st_size > 1000
-    assert (project / "data/evaluate/plots/agent_diffs.png").stat().st_size > 1000
+    assert (project / "data/evaluate_agents/plots/agents.png").stat().st_size > 1000
+    assert (project / "data/evaluate_agents/plots/agent_diffs.png").stat().st_size > 1000
     assert metrics["agents"]["diff"]  # paired differences with their CIs
 
     import mlflow
@@ -119,10 +121,10 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
 
     params_path = project / "params.yaml"
     params = yaml.safe_load(params_path.read_text())
-    params["profiles"]["smoke"]["evaluate"]["max_conversations"] += 1
+    params["profiles"]["smoke"]["evaluate_user"]["max_conversations"] += 1
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     _mimesis(project, "run")
-    assert _last_pipeline_ran(project) == {s: int(s == "evaluate") for s in STAGES}
+    assert _last_pipeline_ran(project) == {s: int(s == "evaluate_user") for s in STAGES}
     status = subprocess.run([str(BIN / "dvc"), "status"], cwd=project, env=env,
                             capture_output=True, text=True, check=True).stdout
     assert "up to date" in status, status

@@ -75,3 +75,57 @@ def test_deep_merge_does_not_mutate():
     base = {"a": {"b": 1, "c": 2}}
     out = deep_merge(base, {"a": {"b": 5}})
     assert out == {"a": {"b": 5, "c": 2}} and base == {"a": {"b": 1, "c": 2}}
+
+
+BASE_MODULE = '''from __future__ import annotations
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Inner:
+    k: int = 1
+
+
+@dataclass(frozen=True)
+class Base:
+    inner: Inner = field(default_factory=Inner)
+    maybe: Inner | None = None
+'''
+# The subclass's module never imports Inner: its fields' types live in the base's module.
+SUB_MODULE = '''from __future__ import annotations
+from dataclasses import dataclass
+
+from params_base_demo import Base
+
+
+@dataclass(frozen=True)
+class Sub(Base):
+    lr: float = 0.1
+'''
+
+
+def test_build_resolves_nested_types_where_they_are_declared(tmp_path, monkeypatch):
+    import importlib
+
+    (tmp_path / "params_base_demo.py").write_text(BASE_MODULE)
+    (tmp_path / "params_sub_demo.py").write_text(SUB_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = importlib.import_module("params_base_demo")
+    sub = importlib.import_module("params_sub_demo")
+    assert not hasattr(sub, "Inner")
+    p = build(sub.Sub, {"lr": 0.5, "inner": {"k": 3}, "maybe": {"k": 4}}, "demo")
+    assert p.inner == base.Inner(k=3) and p.maybe == base.Inner(k=4)
+    with pytest.raises(ParamsError, match=r"demo\.inner: unknown params \['kk'\]"):
+        build(sub.Sub, {"inner": {"kk": 3}}, "demo")
+
+
+def test_agent_stage_params_nest_without_importing_the_nested_types():
+    import mimesis.stages.distill_agent as distill
+    import mimesis.stages.train_agent as train
+    from mimesis.rl.agent_training import DynamicSamplingParams, UserSamplingParams
+
+    for module, cls in ((train, train.TrainAgentParams), (distill, distill.DistillAgentParams)):
+        assert not hasattr(module, "UserSamplingParams")
+        p = build(cls, {"user": {"max_new_tokens": 8}, "dynamic_sampling": {"max_rounds": 2}})
+        assert p.user == UserSamplingParams(max_new_tokens=8)
+        assert p.dynamic_sampling == DynamicSamplingParams(max_rounds=2)

@@ -55,13 +55,13 @@ def test_stage_with_a_typo_in_an_env_name_keeps_its_outputs(project: Path):
 
 def test_run_stage_checks_params_before_removing_outputs(project: Path):
     raw = yaml.safe_load((project / "params.yaml").read_text())
-    raw["evaluate"]["agents"]["envs"] = ["TelepathyGymm"]
+    raw["evaluate_agents"]["agents"]["envs"] = ["TelepathyGymm"]
     (project / "params.yaml").write_text(yaml.safe_dump(raw))
-    (project / "data" / "evaluate").mkdir()
-    (project / "data" / "evaluate" / "metrics.json").write_text("{}")  # not persistent in dvc
-    with pytest.raises(ParamsError, match=r"evaluate\.agents: unknown environment"):
-        run_stage(project, "evaluate", force=True)
-    assert (project / "data" / "evaluate" / "metrics.json").exists()
+    (project / "data" / "evaluate_agents").mkdir()
+    (project / "data" / "evaluate_agents" / "metrics.json").write_text("{}")  # not persistent
+    with pytest.raises(ParamsError, match=r"evaluate_agents\.agents: unknown environment"):
+        run_stage(project, "evaluate_agents", force=True)
+    assert (project / "data" / "evaluate_agents" / "metrics.json").exists()
 
 
 def test_run_checks_every_selected_stage_before_the_flow(project: Path):

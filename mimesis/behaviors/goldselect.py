@@ -99,6 +99,9 @@ def render(rows: list[dict], start: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from mimesis.runtime_env import configure_environment
+
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--curate", type=Path, default=Path("data/curate"))
     parser.add_argument("--out", type=Path, required=True)

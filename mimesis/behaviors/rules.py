@@ -2,7 +2,7 @@
 
 ``detect_rules(turns, index)`` labels one user turn from its text and the turns before it. It is
 pure and fast (regular expressions only), so it runs on every real turn in the ``label`` stage
-and on simulated turns in ``evaluate`` (behaviour-frequency divergence).
+and on simulated turns in ``evaluate_user`` (behaviour-frequency divergence).
 
 Source: ours, after the MIMESIS paper's deterministic behaviour checks (arXiv 2610.09484) and the
 definitions in ``docs/BEHAVIORS.md``. The rules fire only on explicit wording, so recall is low

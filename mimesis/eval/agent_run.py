@@ -1,5 +1,5 @@
-"""The agent half of the ``evaluate`` stage: base, SFT, GRPO and CSD agents, paired, under seen and
-unseen users.
+"""The agents of the ``evaluate_agents`` stage: base, SFT, GRPO and CSD agents, paired, under
+seen and unseen users.
 
 Agents (METRICS.md, agent side; :func:`agent_sources` builds them from the stage's folders):
 
@@ -59,7 +59,7 @@ def _default_comparisons() -> list[list[str]]:
 
 @dataclass(frozen=True)
 class AgentEvaluateParams(AgentEvalParams):
-    """params.yaml ``evaluate.agents``: :class:`~mimesis.eval.agents.AgentEvalParams` plus what
+    """params.yaml ``evaluate_agents.agents``: :class:`~mimesis.eval.agents.AgentEvalParams` plus what
     the stage needs to build the agents, the users and the comparisons.
 
     Attributes:
@@ -192,10 +192,10 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
              if b is not None and b != p.max_new_tokens]
     if wrong:
         raise ValueError(
-            f"evaluate.agents.max_new_tokens is {p.max_new_tokens} tokens per agent turn, but "
-            f"these arms trained with another per-turn budget (max_new_tokens): "
+            f"evaluate_agents.agents.max_new_tokens is {p.max_new_tokens} tokens per agent turn, "
+            f"but these arms trained with another per-turn budget (max_new_tokens): "
             f"{'; '.join(wrong)}. Evaluate with the training budget: set "
-            "evaluate.agents.max_new_tokens to it (and train every arm with the same one)")
+            "evaluate_agents.agents.max_new_tokens to it (and train every arm with the same one)")
     rl_arms = {n: m["params"] for n, m in metas.items()
                if m.get("stage") != "sft_agent" and "steps" in m.get("params", {})}
     budget = {n: {k: params.get(k) for k in RL_BUDGET_KEYS} for n, params in rl_arms.items()}

@@ -25,7 +25,7 @@ seeded percentile bootstrap 95% CI over tasks (:func:`~mimesis.eval.agent_stats.
 of the per-task rates), rates per fact kind, and example replies.
 
 Run alone: ``python -m mimesis.eval.fact_reveal --freeze-user data/freeze_user --out DIR``
-(params from ``evaluate.fact_reveal`` of params.yaml).
+(params from ``evaluate_agents.fact_reveal`` of params.yaml).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def _default_users() -> list[Any]:
 
 @dataclass(frozen=True)
 class FactRevealParams:
-    """params.yaml ``evaluate.fact_reveal`` (one field per key)."""
+    """params.yaml ``evaluate_agents.fact_reveal`` (one field per key)."""
 
-    enabled: bool = True  # run the check in the evaluate stage
+    enabled: bool = True  # run the check in the evaluate_agents stage
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs probed
     n_tasks: int = 8  # training-split tasks per env (one fact each)
     phrasings: int = 3  # phrasings asked per fact (1-3)
@@ -259,15 +259,18 @@ def markdown(results: Mapping[str, Mapping[str, Mapping[str, Any]]], p: FactReve
 
 
 def main(argv: list[str] | None = None) -> None:
+    from mimesis.runtime_env import configure_environment
+
+    configure_environment()
     from mimesis.params import build, stage_params
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
-    parser.add_argument("--out", type=Path, default=Path("data/evaluate"))
+    parser.add_argument("--out", type=Path, default=Path("data/evaluate_agents"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
-    values = stage_params("evaluate", args.params).get("fact_reveal", {})
-    p = build(FactRevealParams, values, "evaluate.fact_reveal")
+    values = stage_params("evaluate_agents", args.params).get("fact_reveal", {})
+    p = build(FactRevealParams, values, "evaluate_agents.fact_reveal")
     metrics = run_fact_reveal(args.freeze_user, args.out, p)
     print(json.dumps({u: {e: round(c["rate"], 3) for e, c in envs.items()}
                       for u, envs in metrics.items() if isinstance(envs, dict)}, indent=1))

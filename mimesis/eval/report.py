@@ -1,4 +1,4 @@
-"""The evaluate stage's human-readable outputs: a markdown table and two plots.
+"""The evaluate_user stage's human-readable outputs: a markdown table and two plots.
 
 MLflow and ``dvc metrics`` already diff the numbers (``metrics.json``); this adds only what they
 cannot show: the three rows side by side, and the distributions behind the distances.

@@ -96,7 +96,7 @@ class UnseenUserConfig:
         concurrency / timeout_s / max_retries: ``openai`` requests in flight, seconds per
             request, client retries (429, 5xx, connection).
         seed: ``hf`` sampler seed until reseeded (the agent evaluation restarts every user
-            from ``evaluate.agents.seed`` at each run: :mod:`mimesis.eval.reseed`).
+            from ``evaluate_agents.agents.seed`` at each run: :mod:`mimesis.eval.reseed`).
     """
 
     name: str

@@ -33,6 +33,7 @@ from mimesis.data.split import SPLITS, assign_splits
 from mimesis.data.validate import Limits, conversation_frame, raise_on_failure, validate_frame
 from mimesis.io import sha256_file, write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.schemas import Conversation, Reject
 from mimesis.tracking import stage_run
 
@@ -285,6 +286,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> CurateParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("data/curate"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))

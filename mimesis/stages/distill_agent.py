@@ -5,7 +5,7 @@ files' sha256 are checked against ``meta.json``) and ``<freeze_user_dir>/simulat
 (hash-verified, and it must be the simulator the SFT traces were played with). Trains the SFT
 adapter with ``L = L_GRPO + α·L_CSD`` (:mod:`mimesis.rl.csd`) against the frozen simulator, in
 parallel with train_agent's ``grpo`` arm, not after it: the same start, scenarios, seeds and step
-budget (params.yaml keeps these keys equal to train_agent's, and ``evaluate`` refuses arms
+budget (params.yaml keeps these keys equal to train_agent's, and ``evaluate_agents`` refuses arms
 whose budgets differ), so ``csd − grpo`` measures the CSD term alone. A coach — by default the frozen simulator,
 prompted; optionally any OpenAI-compatible endpoint — writes a note on what the user needs next
 for each coached turn; the note must pass the leakage filter (:func:`mimesis.rl.coach.find_leaks`).
@@ -32,12 +32,9 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_jsonl
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import (  # noqa: F401 (build resolves field types here)
-    AgentRLParams,
-    DynamicSamplingParams,
-    UserSamplingParams,
-)
+from mimesis.rl.agent_training import AgentRLParams
 from mimesis.rl.coach import CoachParams
+from mimesis.runtime_env import configure_environment
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
@@ -159,6 +156,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> DistillAgentParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
                         help="freeze_user stage output folder")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.simulator.frozen import (
     FILES_TAG,
     files_fingerprint,
@@ -145,6 +146,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> FreezeUserParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-user", default="data/train_user", help="train_user output")
     parser.add_argument("--label", default="data/label", help="label stage output folder")

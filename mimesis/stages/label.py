@@ -41,6 +41,7 @@ from mimesis.behaviors.learned import LearnedParams
 from mimesis.behaviors.report import label_frequency, log_to_mlflow, reconcile
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.schemas import Conversation, Reject
 from mimesis.tracking import stage_run
 
@@ -240,6 +241,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> LabelParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--curate", type=Path, default=Path("data/curate"),
                         help="curate stage output folder")

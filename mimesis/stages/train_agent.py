@@ -39,11 +39,8 @@ from typing import Any
 
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import (  # noqa: F401 (build resolves field types here)
-    AgentRLParams,
-    DynamicSamplingParams,
-    UserSamplingParams,
-)
+from mimesis.rl.agent_training import AgentRLParams
+from mimesis.runtime_env import configure_environment
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
@@ -180,6 +177,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> TrainAgentParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--freeze-user", default="data/freeze_user",
                         help="freeze_user stage output folder")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.tracking import git_commit, stage_run
 from mimesis.train.grounding import GroundingParams
 
@@ -148,6 +149,7 @@ def load_params(params_path: Path = Path("params.yaml")) -> TrainUserParams:
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", default="data/label", help="label stage output folder")
     parser.add_argument("--out", default="data/train_user", help="output folder")

@@ -1,4 +1,4 @@
-"""Stage ``evaluate``: offline realism of the frozen user simulator (METRICS.md, user side).
+"""Stage ``evaluate_user``: offline realism of the frozen user simulator (user-side metrics).
 
 Reads ``<label>/test.jsonl`` (held-out real conversations, ``LabeledConversation``) and the frozen
 simulator ``<freeze_user>/simulator`` (+ its ``meta.json``, whose ``base_model`` names the base
@@ -9,25 +9,15 @@ the final agent reply when the real user ended there). Rows: trained simulator, 
 real vs real (the ceiling). Metrics: style distances, behaviour-frequency JS, C2ST Turing distance,
 first-turn diversity, intent decomposition, termination F1, role adherence; all also per behaviour.
 
-Agent half (:mod:`mimesis.eval.agent_run`, params ``evaluate.agents``): the base, SFT
-(``sft_agent``), GRPO (``train_agent/<arm>``: ``grpo-prompted``, ``grpo``) and CSD
-(``distill_agent``) agents play the same held-out scenarios of every listed env, with the same
-seeds, under the frozen training simulator and under unseen users (registry of
-:mod:`mimesis.eval.unseen_users`; the training simulator is refused there); ``comparisons`` get
-paired differences with paired bootstrap CIs. The arms are checked before the realism half runs:
-a missing arm folder, another base model or another per-turn budget than training's is refused.
+Needs only ``freeze_user`` and ``label``: the agents and the fact-reveal check are the
+``evaluate_agents`` stage, so a change to an agent stage does not re-run this one.
 
-Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``, paired
-differences under ``agents.diff``), ``table.md``, ``agents.md``, ``agents.json``,
-``plots/{lengths,behaviors,agents,agent_diffs}.png``, ``generations.jsonl`` (every generated
-turn, reasoning in its own field), ``agent_episodes.jsonl``, and ``fact_reveal.md`` /
-``fact_reveal.json`` (:mod:`mimesis.eval.fact_reveal`, params ``evaluate.fact_reveal``: does each
-user state its hidden facts when asked; rates under ``fact_reveal`` in metrics.json). Everything
-is also logged to the MLflow run ``evaluate``.
+Writes to ``<out>``: ``metrics.json`` (``dvc metrics``), ``table.md``,
+``plots/{lengths,behaviors}.png`` and ``generations.jsonl`` (every generated turn, reasoning in
+its own field). Everything is also logged to the MLflow run ``evaluate_user``.
 
-Run: ``python -m mimesis.stages.evaluate --freeze-user data/freeze_user --label data/label
---sft-agent data/sft_agent --train-agent data/train_agent --distill-agent data/distill_agent
---out data/evaluate`` (or ``dvc repro evaluate``).
+Run: ``python -m mimesis.stages.evaluate_user --freeze-user data/freeze_user --label data/label
+--out data/evaluate_user`` (or ``dvc repro evaluate_user``).
 """
 
 from __future__ import annotations
@@ -40,9 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.embeddings import MiniLMEmbedder, c2st_featurizer
-from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.eval.generate import (
     VIEWS,
     generation_rows,
@@ -56,13 +44,14 @@ from mimesis.eval.realism import RealismConfig, evaluate_rows
 from mimesis.eval.report import behavior_plot, length_plot, markdown_table
 from mimesis.io import read_jsonl, write_json, write_jsonl
 from mimesis.params import build, stage_params
+from mimesis.runtime_env import configure_environment
 from mimesis.schemas import LabeledConversation
 from mimesis.tracking import flatten, stage_run
 
 
 @dataclass(frozen=True)
-class EvaluateParams:
-    """Parameters of the ``evaluate`` section of params.yaml (with the active profile applied)."""
+class EvaluateUserParams:
+    """Parameters of the ``evaluate_user`` section of params.yaml (active profile applied)."""
 
     max_conversations: int = field(default=32, metadata={"help": "test conversations (0 = all)"})
     next_positions: int = field(default=2, metadata={"help": "next-turn positions per conv"})
@@ -81,8 +70,6 @@ class EvaluateParams:
     c2st_folds: int = field(default=5, metadata={"help": "grouped CV folds of the C2ST"})
     c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
     embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
-    agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
-    fact_reveal: FactRevealParams = field(default_factory=FactRevealParams)
     seed: int = 0
     profile: str = "default"
 
@@ -91,41 +78,32 @@ class EvaluateParams:
                     "c2st_min_support", "embed_batch_size")
         bad = [k for k in positive if getattr(self, k) < 1]
         if bad or self.max_conversations < 0 or self.c2st_folds < 2 or self.c2st_c <= 0:
-            raise ValueError(f"evaluate params out of range: {bad or 'conversations/folds/c'}")
+            raise ValueError(f"evaluate_user params out of range: {bad or 'conversations/folds/c'}")
         if not (0 <= self.temperature and 0 < self.top_p <= 1):
             raise ValueError("temperature must be >= 0 and top_p in (0, 1]")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError("dtype must be float32, bfloat16 or float16")
 
 
-def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateParams,
-        train_agent_dir: Path | None = None, distill_agent_dir: Path | None = None,
-        sft_agent_dir: Path | None = None) -> Path:
-    """Evaluate the frozen simulator and the prompted baseline against real users, then (when
-    ``params.agents.enabled``) the base, SFT, GRPO and CSD agents under the frozen and the unseen
-    users (see module docstring); returns ``out_dir``.
+def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
+        params: EvaluateUserParams) -> Path:
+    """Evaluate the frozen simulator and the prompted baseline against real users (module
+    docstring); returns ``out_dir``.
 
     Raises:
-        FileNotFoundError: ``test.jsonl`` or the frozen simulator is missing, or an agent arm's
-            folder (named in the message) is missing or incomplete.
+        FileNotFoundError: ``test.jsonl`` or the frozen simulator is missing.
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
-        ValueError: an unseen user is the training simulator; an arm trained with another
-            per-turn budget or base model, or on a held-out scenario.
+        KeyError: the frozen simulator's meta.json names no ``base_model``.
     """
     import mlflow
 
-    from mimesis.eval.agent_run import agent_sources, check_arms
     from mimesis.simulator.guards import is_assistant_like
 
     started = time.time()
-    agents = None
-    if params.agents.enabled:  # refuse unfair arms before the realism half spends its minutes
-        agents = agent_sources(train_agent_dir, distill_agent_dir, sft_agent_dir, params.agents)
-        check_arms(agents, params.agents)
     convs = list(read_jsonl(label_dir / "test.jsonl", LabeledConversation))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
                                  params.seed)
-    with stage_run("evaluate", dataclasses.asdict(params)):
+    with stage_run("evaluate_user", dataclasses.asdict(params)):
         outputs, model_ids = generate_both(freeze_user_dir, items, params)
         simulated = {n: simulated_records(items, o, rule_behaviors) for n, o in outputs.items()}
         real = real_records(items, rule_behaviors)
@@ -134,26 +112,8 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateP
         featurize = c2st_featurizer(MiniLMEmbedder(batch_size=params.embed_batch_size))
         metrics = evaluate_rows(simulated, real, featurize, is_assistant_like, cfg)
         metrics["counts"] = counts(convs, items, skipped, time.time() - started)
-        if agents is not None:
-            from mimesis.eval.agent_run import run_agent_evaluation
-
-            metrics["agents"] = run_agent_evaluation(
-                freeze_user_dir, agents, label_dir / "test.jsonl", out_dir, params.agents)
-        else:  # dvc.yaml declares the agent files: say why they are empty
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / "agents.md").write_text("Agent evaluation disabled (evaluate.agents.enabled"
-                                               ": false).\n")
-            (out_dir / "agents.json").write_text('{"rows": [], "comparisons": []}\n')
-            write_jsonl(out_dir / "agent_episodes.jsonl", [])
-        if params.fact_reveal.enabled:  # do the users state their hidden facts when asked?
-            from mimesis.eval.fact_reveal import run_fact_reveal
-
-            metrics["fact_reveal"] = run_fact_reveal(freeze_user_dir, out_dir, params.fact_reveal)
-        else:  # dvc.yaml declares the files
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / "fact_reveal.md").write_text("Fact-reveal check disabled.\n")
-            (out_dir / "fact_reveal.json").write_text("{}\n")
         mlflow.log_dict(skipped, "skipped_conversations.json")  # id -> reason (malformed turns)
+        out_dir.mkdir(parents=True, exist_ok=True)
         write_jsonl(out_dir / "generations.jsonl",
                     [row for n, o in outputs.items()
                      for row in generation_rows(n, model_ids[n], items, o, simulated[n])])
@@ -169,7 +129,7 @@ def rule_behaviors(turns, index: int) -> list[str]:
     return detect_rules(turns, index).behaviors
 
 
-def generate_both(freeze_user_dir: Path, items: list, params: EvaluateParams) -> tuple[dict, dict]:
+def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams) -> tuple[dict, dict]:
     """Generations of the trained simulator, then of its base model prompted as a user (loaded
     one at a time to keep memory low)."""
     from mimesis.models.base import load_base
@@ -192,7 +152,7 @@ def generate_both(freeze_user_dir: Path, items: list, params: EvaluateParams) ->
                              params.temperature, params.top_p, params.batch_size,
                              params.max_prompt_tokens)
         outputs[name] = simulate(gen, VIEWS[name], items, params.seed, params.max_user_chars,
-                                 params.max_agent_chars, desc=f"evaluate:{name}")
+                                 params.max_agent_chars, desc=f"evaluate_user:{name}")
     return outputs, model_ids
 
 
@@ -227,16 +187,14 @@ def write_outputs(out_dir: Path, metrics: dict, simulated: dict, real: list,
     mlflow.set_tags({f"mimesis.model.{n}": m for n, m in model_ids.items()})
     for name in ("user_simulator", "prompted_user"):
         mlflow.log_text(load_prompt(name), f"prompts/{name}.md")
-    for path in ("metrics.json", "table.md", "generations.jsonl", "agents.md", "agents.json",
-                 "agent_episodes.jsonl", "fact_reveal.md", "fact_reveal.json"):
-        if (out_dir / path).exists():  # the agent files only when the agent half ran
-            mlflow.log_artifact(str(out_dir / path))
+    for path in ("metrics.json", "table.md", "generations.jsonl"):
+        mlflow.log_artifact(str(out_dir / path))
     mlflow.log_artifacts(str(out_dir / "plots"), "plots")
 
 
 def print_summary(metrics: dict, out_dir: Path) -> None:
     """A few headline numbers per row."""
-    print(f"evaluate: {json.dumps(metrics['counts'])}")
+    print(f"evaluate_user: {json.dumps(metrics['counts'])}")
     for row in ("trained", "baseline", "real"):
         m = metrics[row]
         print(f"  {row:9s} turing_dist={m.get('c2st', {}).get('distance', float('nan')):.1f} "
@@ -244,49 +202,28 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
               f"termination_f1={m.get('termination_f1', float('nan')):.2f} "
               f"role_adherence={m.get('role_adherence', float('nan')):.2f} "
               f"n={m.get('n_turns', 0):.0f}")
-    for agent, users in metrics.get("agents", {}).get("by_agent", {}).items():
-        print(f"  agent {agent:13s} mean reward (all envs): " + "  ".join(
-            f"{user}={envs['ALL']['mean_reward']:.3f}" for user, envs in users.items()))
-    for pair, users in metrics.get("agents", {}).get("diff", {}).items():
-        print(f"  diff  {pair:18s} mean reward (all envs): " + "  ".join(
-            f"{user}={_signed(envs['ALL'])}" for user, envs in users.items()))
-    for user, envs in metrics.get("fact_reveal", {}).items():
-        if isinstance(envs, dict):
-            print(f"  fact reveal {user}: " + "  ".join(
-                f"{env}={c['rate']:.0%}" for env, c in envs.items()))
-    print(f"  -> {out_dir}/metrics.json, table.md, agents.md, plots/, generations.jsonl")
+    print(f"  -> {out_dir}/metrics.json, table.md, plots/, generations.jsonl")
 
 
-def _signed(d: dict) -> str:
-    """``+0.125 [-0.010, +0.250]`` (CI omitted when there is none)."""
-    ci = "" if d.get("mean_reward_ci_low") is None else (
-        f" [{d['mean_reward_ci_low']:+.3f}, {d['mean_reward_ci_high']:+.3f}]")
-    return f"{d['mean_reward']:+.3f}{ci}"
-
-
-def load_params(params_path: Path = Path("params.yaml")) -> EvaluateParams:
+def load_params(params_path: Path = Path("params.yaml")) -> EvaluateUserParams:
     """This stage's params from ``params_path`` (active profile applied).
 
     Raises:
         mimesis.params.ParamsError: a missing section, an unknown key or an invalid value.
     """
-    return build(EvaluateParams, stage_params("evaluate", params_path), "evaluate")
+    return build(EvaluateUserParams, stage_params("evaluate_user", params_path), "evaluate_user")
 
 
 def main(argv: list[str] | None = None) -> None:
+    configure_environment()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--freeze-user", type=Path, default=Path("data/freeze_user"))
     parser.add_argument("--label", type=Path, default=Path("data/label"))
-    parser.add_argument("--sft-agent", type=Path, default=Path("data/sft_agent"))
-    parser.add_argument("--train-agent", type=Path, default=Path("data/train_agent"),
-                        help="its arms are subfolders (evaluate.agents.train_agent_arms)")
-    parser.add_argument("--distill-agent", type=Path, default=Path("data/distill_agent"))
-    parser.add_argument("--out", type=Path, default=Path("data/evaluate"))
+    parser.add_argument("--out", type=Path, default=Path("data/evaluate_user"))
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
     args = parser.parse_args(argv)
     params = load_params(Path(args.params))
-    run(args.freeze_user, args.label, args.out, params, args.train_agent, args.distill_agent,
-        args.sft_agent)
+    run(args.freeze_user, args.label, args.out, params)
 
 
 if __name__ == "__main__":
