@@ -33,7 +33,8 @@ def function_user(task, message: str) -> str:
     return ", ".join(out) or "Please give four numbers."
 
 
-def travel_user(task, message: str) -> str:
+def _asked_preferences(task, message: str) -> list[str]:
+    """The preferences ``message`` asks about (an open question: those that are not hidden)."""
     low, out = message.lower(), []
     for a in task.aspects:
         for p in a.preferences:
@@ -41,6 +42,11 @@ def travel_user(task, message: str) -> str:
             open_question = kind_label(a.kind) in low and "matters" in low and not p.hidden
             if open_question or key in low:
                 out.append(preference_text(a.kind, p))
+    return out
+
+
+def travel_user(task, message: str) -> str:
+    out = _asked_preferences(task, message)
     return "; ".join(out) + "." if out else "No strong preference."
 
 
@@ -114,15 +120,9 @@ def test_travel_expert_picks_the_best_option_from_stated_preferences(max_turns):
 
 def one_at_a_time_user(task, message: str) -> str:
     """States one preference per reply, as the travel user's goal tells it to: the first one the
-    message asks about (an open question gets a preference that is not hidden)."""
-    low = message.lower()
-    for a in task.aspects:
-        for p in a.preferences:
-            key = "budget" if p.attr == PRICE else p.attr
-            open_question = kind_label(a.kind) in low and "matters" in low and not p.hidden
-            if open_question or key in low:
-                return preference_text(a.kind, p) + "."
-    return "No strong preference."
+    message asks about."""
+    out = _asked_preferences(task, message)
+    return out[0] + "." if out else "No strong preference."
 
 
 def test_travel_expert_asks_again_about_what_a_partial_answer_left_out():

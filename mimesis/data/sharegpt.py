@@ -244,30 +244,20 @@ def _record(element: Any, index: int, seen: set[str]) -> RawRecord:
 
 
 def _cut(text: str, pos: int, index: int, err: json.JSONDecodeError, seen: set[str]) -> Cut:
-    tail_start = len(text.rstrip())
-    at_eof = err.msg.startswith(_EOF_MESSAGES) or err.pos >= tail_start
-    m = _PARTIAL_ID.search(text, pos, min(len(text), pos + 400))
-    partial_id = m["id"].strip() if m else ""
-    return Cut(
-        index=index,
-        offset=pos,
-        unparsed_chars=len(text) - pos,
-        at_eof=at_eof,
-        partial_id=printable(partial_id),
-        key=_key(partial_id, index, seen),
-        error=f"{err.msg} (char {err.pos})",
-    )
+    at_eof = err.msg.startswith(_EOF_MESSAGES) or err.pos >= len(text.rstrip())
+    return _cut_at(text, pos, index, seen, at_eof, f"{err.msg} (char {err.pos})")
 
 
 def _trailing(text: str, pos: int, index: int, seen: set[str]) -> Cut:
+    return _cut_at(text, pos, index, seen, False, "text after the closing ']'",
+                   fallback_key="<after_array>")
+
+
+def _cut_at(text: str, pos: int, index: int, seen: set[str], at_eof: bool, error: str,
+            fallback_key: str = "") -> Cut:
+    """The unread rest of ``text`` from ``pos``, named by the id it seems to hold, if any."""
     m = _PARTIAL_ID.search(text, pos, min(len(text), pos + 400))
     partial_id = m["id"].strip() if m else ""
-    return Cut(
-        index=index,
-        offset=pos,
-        unparsed_chars=len(text) - pos,
-        at_eof=False,
-        partial_id=printable(partial_id),
-        key=_key(partial_id or "<after_array>", index, seen),
-        error="text after the closing ']'",
-    )
+    return Cut(index=index, offset=pos, unparsed_chars=len(text) - pos, at_eof=at_eof,
+               partial_id=printable(partial_id),
+               key=_key(partial_id or fallback_key, index, seen), error=error)
