@@ -71,7 +71,8 @@ def test_grounding_tasks_and_wordings_are_not_the_probes(env_name, rows) -> None
     assert {_task_of(r) for r in mine}.isdisjoint(probe_tasks)
     for row in mine:
         for to_user, _ in _exchanges(row):
-            message = to_user.split("\n\n[Your private working")[0]  # FunctionGym's user_view
+            # without the private note of FunctionGym's / TurtleGym's user_view
+            message = re.split(r"\n\n\[Your private working| \[Your private check", to_user)[0]
             assert message.lower() not in probe_questions, message
 
 
@@ -129,7 +130,13 @@ def test_every_reply_states_the_fact_as_the_env_parsers_read_it(env_name, rows) 
                 answers = {p["question"].lower(): p["answer"]
                            for p in turtle_probes().get(env.task.id, [])}
                 asked = [a for q, a in answers.items() if q in to_user.lower()]
-                assert (yes_no(reply) == asked[0]) if asked else "yes/no question" in reply
+                check = re.search(r"\[Your private check: .*: (Yes|No)\]$", to_user)
+                if asked:  # a written probe question: its written answer
+                    assert yes_no(reply) == asked[0], (to_user, reply)
+                elif check:  # a key point of this story or another: as the env's check says
+                    assert yes_no(reply) == check.group(1).lower(), (to_user, reply)
+                else:
+                    assert "yes/no question" in reply, (to_user, reply)
             else:
                 prefs = [p for a in env.task.aspects for p in a.preferences]
                 budget = stated_budget(reply)

@@ -48,6 +48,7 @@ from mimesis.envs.turtle_judge import (
     TurtleJudge,
     TurtleStory,
     content_words,
+    fact_covered,
     key_fact_judge,
     stem,
     word_stems,
@@ -55,6 +56,9 @@ from mimesis.envs.turtle_judge import (
 from mimesis.schemas import Reject
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A yes/no question: an auxiliary verb opening the message or a clause, then a "?".
+_QUESTION = re.compile(r"(?:^|[.!:;,]\s+)\W*(?:is|are|was|were|do|does|did|has|have|had|can|"
+                       r"could|would|will|should)\b[^?]*\?", re.IGNORECASE)
 # Words that carry no clue in derived keywords: UserRL's evaluation statements describe the
 # story ("the story reveals that …"), and contraction stems and connectives say nothing.
 _BOILERPLATE_TEXT = """
@@ -173,6 +177,28 @@ class TurtleGym(UserEnv[TurtleStory]):
             "ask a yes/no question."
         )
 
+    def user_view(self, message: str) -> str:
+        """``message`` plus the host's private check when it is a yes/no question: whether it touches
+        one of the story's key facts (:func:`question_verdict`), so Yes, else No.
+
+        A host who knows the story answers at once; a 135M simulator cannot reason from the
+        story to the answer (measured: 42% of probe questions answered right, below always-yes),
+        so the env does the check and the simulator only has to say it, as FunctionGym's private
+        working. The check is the key-fact matcher the explanation judge uses; on the shipped
+        probe questions it agrees with the written answer on 57 of 64. The agent never sees it.
+
+        >>> env = TurtleGym(); _ = env.reset(seed=0, options={"index": 0})
+        >>> env.user_view("Was Tom born on February 29?")
+        'Was Tom born on February 29? [Your private check: this touches what really happened: Yes]'
+        >>> env.user_view("Tell me the story."), env.user_view("I give up, what happened?")
+        ('Tell me the story.', 'I give up, what happened?')
+        """
+        if not _QUESTION.search(message):
+            return message
+        if question_verdict(self.task, message):
+            return f"{message} [Your private check: this touches what really happened: Yes]"
+        return f"{message} [Your private check: this is not in what really happened: No]"
+
     def on_search(self, query: str) -> str:
         return "There is no search tool in this game; ask the user yes/no questions with [action]."
 
@@ -190,6 +216,18 @@ class TurtleGym(UserEnv[TurtleStory]):
         info = super()._info(*args, **kwargs)
         info["scorer"] = self.scorer
         return info
+
+
+def question_verdict(story: TurtleStory, question: str) -> bool:
+    """True (Yes) when ``question`` covers one of ``story``'s key facts (the judge's matcher,
+    :func:`~mimesis.envs.turtle_judge.fact_covered`), False (No) otherwise. A crude host: a
+    question that names a key fact but negates it ("Did anyone survive?" of a crash) reads Yes.
+
+    >>> story = TurtleGym.default_tasks()[0]
+    >>> question_verdict(story, "Was he born on a leap day?"), question_verdict(story, "Is it a dog?")
+    (True, False)
+    """
+    return any(fact_covered(f, question) for f in story.key_facts)
 
 
 # ----------------------------------------------------------------------- UserRL format

@@ -19,8 +19,9 @@ in the real rows. What each env's dialogue asks and answers:
   user the value), a refusal of the test case, a request for four numbers.
 - TravelGym: what the user wants for an aspect (a preference the goal says to give then), then
   the other preferences one question each (attribute values or budget, as the goal states them).
-- TurtleGym: the story's yes/no questions (``mimesis/envs/data/turtle_probes.json``) answered
-  with one word, and the fixed reply to a message that is not a yes/no question.
+- TurtleGym: the story's yes/no questions (``mimesis/envs/data/turtle_probes.json``) and
+  questions on a key point of this story or another, answered with one word as the env's private
+  check (``TurtleGym.user_view``) says, and the fixed reply to a message that is not a question.
 - TauGym: the identifiers the customer knows (user id, name, zip, reservation, order, email).
 - PersuadeGym: the current stance when asked (``My stance: n/7``), and push-back on a pushy
   argument that answers none of the user's reasons (the stance does not move).
@@ -161,20 +162,32 @@ def _travel_reply(pref, kind: str, rng: random.Random) -> str:
 # ----------------------------------------------------------------------------- TurtleGym
 _Y_ASK = ("{q}", "Okay. {q}", "Another one: {q}", "Hmm, {q}")
 _Y_OTHER = ("Tell me the story.", "I give up, what happened?", "Hello!")
+_Y_ABOUT = ("Does it have to do with {k}?", "Is {k} part of it?", "Was there {k} involved?")
 
 
 def _turtle(env: UserEnv, rng: random.Random) -> Iterator[Exchange]:
+    from mimesis.envs.turtle_gym import question_verdict
     from mimesis.eval.fact_probes import turtle_probes
 
-    probes = list(turtle_probes().get(env.task.id, []))
-    rng.shuffle(probes)
+    story = env.task
+    # The story's written questions where the env's private check agrees with the written
+    # answer (a row contradicting the check the simulator reads would teach it to ignore it) ...
+    asks = [(p["question"], p["answer"] == "yes") for p in turtle_probes().get(story.id, [])
+            if question_verdict(story, p["question"]) == (p["answer"] == "yes")]
+    # ... and questions on a key point of this story (Yes) or of another story (No).
+    asks.append((rng.choice(_Y_ABOUT).format(k=rng.choice(rng.choice(story.key_facts).keywords)),
+                 True))
+    others = [k for t in env.tasks or () if t.id != story.id for f in t.key_facts
+              for k in f.keywords if not question_verdict(story, k)]
+    if others:
+        asks.append((rng.choice(_Y_ABOUT).format(k=rng.choice(others)), False))
+    rng.shuffle(asks)
     if rng.random() < 0.3:
         yield (rng.choice(_Y_OTHER), "I'm not asked a yes/no question.",
                "Please ask a yes/no question.")
-    for probe in probes:
-        q = probe["question"]
+    for q, yes in asks:
         q = q[0].lower() + q[1:] if rng.random() < 0.25 else q
-        word = "Yes." if probe["answer"] == "yes" else "No."
+        word = "Yes." if yes else "No."
         yield (rng.choice(_Y_ASK).format(q=q), f"In what really happened, the answer is {word}",
                word)
 
