@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-PROFILES = ("default", "smoke", "gpu")
+PROFILES = ("default", "smoke", "gpu", "cpu-long")
 T = TypeVar("T")
 
 

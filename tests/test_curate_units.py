@@ -12,7 +12,7 @@ from mimesis.data.normalize import RejectError, check_caps, detect_english, norm
 from mimesis.data.pii import scrub
 from mimesis.data.sharegpt import RawRecord, read_records, split_chunk_id
 from mimesis.data.split import assign_splits, split_sizes
-from mimesis.params import build, stage_params
+from mimesis.params import PROFILES, build, stage_params
 from mimesis.schemas import Conversation, Turn
 from mimesis.stages.curate import CurateParams
 
@@ -224,7 +224,7 @@ def test_split_sizes_determinism_and_stability() -> None:
 
 
 # --- params -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("profile", ["default", "smoke", "gpu"])
+@pytest.mark.parametrize("profile", PROFILES)
 def test_params_yaml_builds(profile: str) -> None:
     p = build(CurateParams, stage_params("curate", REPO / "params.yaml", profile=profile))
     assert p.profile == profile and p.val_fraction + p.test_fraction < 1

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from mimesis.params import PROFILES
 from mimesis.pipeline import STAGES, stage_command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +23,9 @@ def test_every_stage_is_one_name_everywhere():
             str(o).startswith(f"data/{name}") for o in dvc[name]["outs"])
         assert name in params
         declared = dvc[name]["params"]
-        assert {"profile", "seed", name, f"profiles.smoke.{name}", f"profiles.gpu.{name}"} <= set(declared)
-        for profile in ("smoke", "gpu"):
+        others = [p for p in PROFILES if p != "default"]
+        assert {"profile", "seed", name, *(f"profiles.{p}.{name}" for p in others)} <= set(declared)
+        for profile in others:
             assert name in params["profiles"][profile], f"profiles.{profile}.{name} missing"
 
 

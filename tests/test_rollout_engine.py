@@ -23,7 +23,7 @@ from mimesis.rl import (
     ScenarioSpec,
     enforce_token_budget,
 )
-from mimesis.rl.rollout import LiveEpisode
+from mimesis.rl.rollout import LiveEpisode, turns_left_note
 from mimesis.rl.tokens import Transcript, encode
 from mimesis.schemas import Scenario
 from mimesis.simulator.runtime import UserSimulator
@@ -124,7 +124,7 @@ def test_masks_on_a_multi_turn_episode(tok) -> None:
     # Injected tokens: the tool result, then the user's reply; the reasoning stays private.
     tool_text, user_text = (tok.decode(ids) for m, ids in runs if m == 0)
     assert "<|im_start|>tool\nTest case: a=9, b=3, c=5, d=7" in tool_text
-    assert f"<|im_start|>user\n{REPLIES[0]}<|im_end|>" in user_text
+    assert f"<|im_start|>user\n{REPLIES[0]}{turns_left_note(1)}<|im_end|>" in user_text
     assert "secret plan" not in tok.decode(e.prompt_ids + e.completion_ids)
     assert [t.user_reasoning for t in e.turns] == [None, "secret plan 2", None]
     # The full sequence is the template's rendering of the whole conversation.

@@ -11,7 +11,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from mimesis.models.base import base_dir
-from mimesis.params import build, stage_params
+from mimesis.params import PROFILES, build, stage_params
 from mimesis.rl import RolloutEngine, RolloutParams, ScenarioSpec
 from mimesis.rl.agent_training import UserSamplingParams
 from mimesis.rl.expert_sft import REASONS, reject_reason, sft_rows, triage
@@ -175,7 +175,7 @@ def test_held_out_envs_and_bad_values_are_refused():
         SftAgentParams(episodes_per_scenario=0)
 
 
-@pytest.mark.parametrize("profile", ["default", "smoke", "gpu"])
+@pytest.mark.parametrize("profile", PROFILES)
 def test_params_yaml_section_builds_and_keeps_the_rl_episode_shape(profile):
     from mimesis.stages.train_agent import TrainAgentParams
 

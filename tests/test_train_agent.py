@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mimesis.params import build, stage_params
+from mimesis.params import PROFILES, build, stage_params
 from mimesis.simulator.frozen import FrozenSimulatorError
 from mimesis.stages.distill_agent import DistillAgentParams
 from mimesis.stages.train_agent import TrainAgentParams
@@ -194,7 +194,7 @@ def test_distill_refuses_a_changed_start_adapter(trained, tmp_path):
         run(trained / "freeze_user", copy, tmp_path / "out", data.small_params(DistillAgentParams))
 
 
-@pytest.mark.parametrize("profile", ["default", "smoke", "gpu"])
+@pytest.mark.parametrize("profile", PROFILES)
 def test_params_yaml_sections_build(profile):
     train = build(TrainAgentParams, stage_params("train_agent", REPO / "params.yaml", profile))
     distill = build(DistillAgentParams,
@@ -224,8 +224,12 @@ def test_held_out_environments_are_refused_for_training():
         data.small_params(envs=["TelepathyGym"])
     with pytest.raises(ValueError, match=r"unknown environment\(s\) \['TravelGymm'\]"):
         data.small_params(envs=["FunctionGym", "TravelGymm"])
-    with pytest.raises(ValueError, match=r"env_kwargs for envs not listed in envs: \['TauGym'\]"):
-        data.small_params(envs=["FunctionGym"], env_kwargs={"TauGym": {}})
+    with pytest.raises(ValueError, match=r"env_kwargs for unknown environment\(s\) \['TauGim'\]"):
+        data.small_params(envs=["FunctionGym"], env_kwargs={"TauGim": {}})
+    # kwargs of a registered env that is not played are unused (a profile that plays fewer
+    # envs keeps the default's kwargs: params merge, they cannot delete a key)
+    assert data.small_params(envs=["FunctionGym"], env_kwargs={"TauGym": {}}).envs == [
+        "FunctionGym"]
 
 
 def test_agent_evaluation_params_refuse_unknown_environments():

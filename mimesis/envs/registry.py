@@ -140,7 +140,7 @@ def env_split(name: str) -> Split:
 def check_envs(names: Sequence[str], split: Split | None = None,
                env_kwargs: Mapping[str, Any] | None = None) -> None:
     """Raise unless every name is a registered env (of ``split``, when given) and every key of
-    ``env_kwargs`` is one of ``names``.
+    ``env_kwargs`` is a registered env (kwargs of one not in ``names`` are unused).
 
     Raises:
         ValueError: the first problem found, naming the env and the known ones.
@@ -155,9 +155,12 @@ def check_envs(names: Sequence[str], split: Split | None = None,
             ok = sorted(n for n, spec in _REGISTRY.items() if spec.split == split)
             raise ValueError(f"{wrong}: not {split} environment(s) (held-out envs are for "
                              f"evaluation only); {split} envs: {ok}")
-    extra = sorted(set(env_kwargs or {}) - set(names))
+    # kwargs of a registered env that is not played are unused, not an error: a profile that
+    # plays fewer envs cannot delete the default's kwargs (params merge)
+    extra = sorted(set(env_kwargs or {}) - set(_REGISTRY))
     if extra:
-        raise ValueError(f"env_kwargs for envs not listed in envs: {extra}")
+        raise ValueError(f"env_kwargs for unknown environment(s) {extra}; known: "
+                         f"{sorted(_REGISTRY)}")
 
 
 def list_envs() -> list[EnvSpec]:

@@ -15,6 +15,9 @@ call for all live episodes waiting on the agent and ONE simulator call
 Token budget (PITFALLS 9): :func:`enforce_token_budget` is the one place that ends an episode
 for length, called after every addition to the completion, whatever the batch size.
 
+Turn budget: every observation the agent reads ends with :func:`turns_left_note` (messages left;
+on the last, that it must answer now).
+
 Text policies: an agent with an ``act(views) -> texts`` method (:class:`TextPolicy`, e.g. the
 scripted experts of :mod:`mimesis.rl.experts`) plays instead of a token sampler. It sees only
 what an agent sees (:class:`AgentView`: the env's first observation, its own messages and what
@@ -295,8 +298,27 @@ class RolloutEngine:
             _finish(e, reward, OUTCOME_TERMINATION[outcome], truncated=truncated)
             return
         role = self.params.obs_roles[info["obs_source"]]
-        e.transcript.add_message({"role": role, "content": obs})
+        e.transcript.add_message({"role": role,
+                                  "content": obs + turns_left_note(self.params.max_turns - len(e.turns))})
         enforce_token_budget(e, self.params.max_completion_tokens)
+
+
+def turns_left_note(left: int) -> str:
+    """What the agent reads after each observation: the messages it has left, and on the last
+    one that it must answer now.
+
+    Why: the prompt states the budget once, and a small agent cannot count its own messages;
+    measured on the CPU default (5 turns), the SFT agent asked the same question until the turn
+    limit in every TravelGym episode and never answered (reward 0 in 8 of 8). Only the agent's
+    context gets the note; ``env`` observations and :class:`ViewTurn` ``obs`` stay as the env
+    emitted them.
+
+    >>> turns_left_note(3), turns_left_note(1)
+    ('\\n\\n(3 messages left)', '\\n\\n(1 message left: this is your last; give your [answer] now)')
+    """
+    if left == 1:
+        return "\n\n(1 message left: this is your last; give your [answer] now)"
+    return f"\n\n({left} messages left)"
 
 
 def agent_view(e: LiveEpisode, max_turns: int) -> AgentView:
