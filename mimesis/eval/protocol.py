@@ -14,10 +14,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mimesis.schemas import LabeledConversation, Scenario, Turn
+from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn
 from mimesis.simulator.roles import clip
 
-Messages = list[dict[str, str]]
 FIRST, NEXT = "first", "next"
 
 

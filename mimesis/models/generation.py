@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 @dataclass

@@ -32,8 +32,7 @@ import torch
 
 from mimesis.rl.grpo import TurnCreditGRPOTrainer, log_to_mlflow
 from mimesis.rl.tokens import TemplateDriftError, encode, render
-
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 @dataclass(frozen=True)

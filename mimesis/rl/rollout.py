@@ -45,7 +45,8 @@ from mimesis.rl.records import (
     TurnRecord,
 )
 from mimesis.rl.sampling import Sample, TokenGenerateFn
-from mimesis.rl.tokens import Messages, TemplateDriftError, Transcript, encode, render
+from mimesis.rl.tokens import TemplateDriftError, Transcript, encode, render
+from mimesis.schemas import Messages
 from mimesis.simulator.runtime import UserSimulator, UserState
 
 Job = tuple[ScenarioSpec, int]  # (scenario, group id)

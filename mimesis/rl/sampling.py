@@ -49,7 +49,8 @@ import torch
 from mimesis.rl.attention import fast_linears, gqa_attention
 from mimesis.rl.kv import left_padded_cache, row_view, set_length
 from mimesis.rl.prefix_cache import PrefixCache
-from mimesis.rl.tokens import Messages, encode, render
+from mimesis.rl.tokens import encode, render
+from mimesis.schemas import Messages
 
 SHARING_ROUNDS = 4  # levels of the prompts' prefix tree prefilled once per call
 # Fixed cost of one forward, in tokens of compute (weights are read once per forward: ~50 ms

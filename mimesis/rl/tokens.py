@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 class TemplateDriftError(RuntimeError):

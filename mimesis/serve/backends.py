@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from mimesis.simulator.runtime import GenerateFn, Messages
+from mimesis.schemas import Messages
+from mimesis.simulator.runtime import GenerateFn
 
 VLLM_MISSING = ("the vllm backend needs vLLM and a CUDA GPU: pip install 'mimesis-usersim[gpu]' "
                 "(vllm==0.31.0), or serve with --backend transformers")

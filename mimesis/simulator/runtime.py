@@ -46,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
+from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn, TurnLabel
 from mimesis.simulator.guards import (
     GuardParams,
     goal_overlap,
@@ -58,7 +58,6 @@ from mimesis.simulator.parsing import ParsedTurn, parse_turn
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.roles import flip_roles
 
-Messages = list[dict[str, str]]
 GenerateFn = Callable[[list[Messages]], list[str]]
 EndReason = Literal["end_signal", "max_turns", "restart", "pleasantries_loop", "empty_turn"]
 # What the simulator reads when the agent sent nothing (e.g. a policy that only "thought").
