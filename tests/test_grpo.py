@@ -106,7 +106,7 @@ def test_env_tokens_do_not_change_the_grpo_loss(tmp_path):
     params = data.small_params()
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                data.scripted_user(sim, sim_tok), tmp_path / "ckpt", [],
-                               peft_config=rl.lora_config(LoraParams(dropout=0.0)))
+                               peft_config=LoraParams(dropout=0.0).peft_config())
     trainer.current_gradient_accumulation_steps = 1
     inputs = loss_inputs(len(tok))
     env = (inputs["tool_mask"] == 0).float()
@@ -210,7 +210,7 @@ def _flat_first_trainer(tmp_path, enabled: bool):
                                                                       max_rounds=4))
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                data.scripted_user(sim, sim_tok, max_turns=1), tmp_path / "ckpt",
-                               [], peft_config=rl.lora_config(LoraParams(dropout=0.0)))
+                               [], peft_config=LoraParams(dropout=0.0).peft_config())
     rl.train(trainer, None)
     moved = sum(float(p.detach().abs().sum()) for n, p in trainer.model.named_parameters()
                 if "lora_B" in n)
