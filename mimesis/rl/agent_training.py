@@ -25,7 +25,10 @@ from mimesis.rl.scenarios import ScenarioStream, scenario_specs
 
 @dataclass(frozen=True)
 class UserSamplingParams:
-    """How the frozen simulator samples its turns (reasoning + utterance)."""
+    """How the frozen simulator samples its turns (reasoning + utterance).
+
+    Kept apart from :class:`~mimesis.rl.sampling.SamplingParams`: these are the params.yaml
+    ``user`` keys only (the sampler's cache settings are not a user's choice)."""
 
     temperature: float = 0.8
     top_p: float = 0.95

@@ -77,6 +77,9 @@ class TokenGenerateFn(Protocol):
 class SamplingParams:
     """Sampling settings of a :class:`TokenSampler`.
 
+    Not :class:`~mimesis.models.generation.GenerationConfig`: token-level sampling with log-probs
+    and KV-cache reuse has cache settings and no prompt cut.
+
     Attributes:
         temperature: Softmax temperature; 0 = greedy.
         top_p: Nucleus sampling mass (1.0 = off).

@@ -37,6 +37,8 @@ class BackendUnavailableError(RuntimeError):
 class Sampling:
     """Sampling settings of one request (hashable: requests are batched per setting).
 
+    Not a params class: the OpenAI request's own fields (``max_tokens``, ``seed``), per request.
+
     Attributes:
         max_tokens: Most new tokens of the raw generation (reasoning + utterance), ≥ 1.
         temperature: 0 = greedy.
