@@ -50,7 +50,8 @@ def test_gamma_one_is_trls_group_advantage():
 
 
 def test_credit_is_by_turn_not_by_position():
-    """PITFALLS 7: more injected tokens between turns must not shift any agent token's credit."""
+    """More injected tokens between turns must not shift any agent token's credit
+    (docs/pitfalls.md #7)."""
     short = turn_advantages([1.0, 0.0], [0, 0], [[0, 0, 1, 1], [0, 1]], gamma=0.5)
     long = turn_advantages([1.0, 0.0], [0, 0], [[0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 1]], gamma=0.5)
     assert short[0, 0] == long[0, 0] and short[0, 3] == long[0, 6]

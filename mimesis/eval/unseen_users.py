@@ -1,7 +1,7 @@
 """Unseen user simulators for agent evaluation: a registry configured from params.
 
 Why: an agent trained against one simulator can overfit to it, so agents are also scored
-against users they never trained with (METRICS.md, agent side; the MIMESIS paper, arXiv
+against users they never trained with (docs/metrics.md, agent side; the MIMESIS paper, arXiv
 2610.09484, uses 9: five frontier APIs and four released simulators). Every entry runs behind
 the same :class:`~mimesis.simulator.runtime.UserSimulator` as the training simulator — same
 view (:func:`~mimesis.simulator.runtime.build_view`), parser, guards and termination contract —

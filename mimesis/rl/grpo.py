@@ -2,12 +2,12 @@
 
 What TRL 1.16 does for us (``trl/trainer/grpo_trainer.py``): rollouts through ``rollout_func``,
 the ``env_mask`` → ``tool_mask`` loss mask (injected user/tool/env tokens never enter the loss,
-PITFALLS 7), the clipped surrogate with asymmetric clip (``epsilon`` = 0.2 low, ``epsilon_high``
-= 0.28 high: DAPO's clip-higher), token-level normalisation over the whole generation batch
-(``loss_type="dapo"``) and no KL term (``beta=0``). What it cannot express is turn-level credit:
-its advantage is one number per completion. Its ``_compute_loss`` does accept ``(B, T)``
-advantages from subclasses ("To support subclasses that provide advantages with shape (B, T)"),
-so :class:`TurnCreditGRPOTrainer` only replaces the advantages, nothing else of the loss. (The
+docs/pitfalls.md #7), the clipped surrogate with asymmetric clip (``epsilon`` = 0.2 low,
+``epsilon_high`` = 0.28 high: DAPO's clip-higher), token-level normalisation over the whole
+generation batch (``loss_type="dapo"``) and no KL term (``beta=0``). What it cannot express is
+turn-level credit: its advantage is one number per completion. Its ``_compute_loss`` does accept
+``(B, T)`` advantages from subclasses ("To support subclasses that provide advantages with shape (B,
+T)"), so :class:`TurnCreditGRPOTrainer` only replaces the advantages, nothing else of the loss. (The
 clip acts on π_θ/π_old: with one optimisation pass per rollout, ``iterations: 1`` on CPU, the ratio
 is 1 where the gradient is taken and the clip never binds — as in TRL; ``iterations > 1`` makes it
 bind.)

@@ -12,8 +12,8 @@ call for all live episodes waiting on the agent and ONE simulator call
 (``UserSimulator.next_messages``) for all waiting on the user — never one episode at a time.
 ``max_concurrent=1`` is the sequential baseline: the same code, batch 1.
 
-Token budget (PITFALLS 9): :func:`enforce_token_budget` is the one place that ends an episode
-for length, called after every addition to the completion, whatever the batch size.
+Token budget (docs/pitfalls.md #9): :func:`enforce_token_budget` is the one place that ends an
+episode for length, called after every addition to the completion, whatever the batch size.
 
 Text policies: an agent with an ``act(views) -> texts`` method (:class:`TextPolicy`, e.g. the
 scripted experts of :mod:`mimesis.rl.experts`) plays instead of a token sampler. It sees only

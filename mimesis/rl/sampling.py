@@ -2,8 +2,8 @@
 
 The rollout engine needs what ``ChatGenerator`` does not give: the sampled token ids themselves
 and their log-probabilities, and per-row limits on new tokens. Multi-turn rollouts also re-send
-each episode's whole history every turn, so on CPU prefill dominates (STACK.md: "reuse the KV
-cache across turns of an episode"). :class:`TokenSampler` keeps the keys/values of recent
+each episode's whole history every turn, so on CPU prefill dominates (docs/stack.md: reuse the
+KV cache across turns of an episode). :class:`TokenSampler` keeps the keys/values of recent
 sequences (:class:`~mimesis.rl.prefix_cache.PrefixCache`) and, for every prompt of a batch,
 prefills only the tokens after the longest cached prefix; prefixes that several prompts of one
 call share (the G copies of an opening prompt, a common system prompt) are prefilled once first.

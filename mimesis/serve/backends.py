@@ -7,8 +7,8 @@
 * :class:`FunctionBackend` — any ``generate_fn(batch) -> texts`` (scripted fakes in tests, an
   OpenAI-compatible client wrapper).
 
-Every backend renders prompts with the tokenizer's own chat template (PITFALLS 10). Views reach
-them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
+Every backend renders prompts with the tokenizer's own chat template (docs/pitfalls.md #10). Views
+reach them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
 dropped, system prompt and last agent turn kept), so the engines' own left cut never removes the
 hidden goal. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
 """

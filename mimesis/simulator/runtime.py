@@ -17,7 +17,7 @@ training (:func:`~mimesis.simulator.roles.flip_roles`): system prompt, its own t
 ``user``. The agent only ever receives the parsed utterance (:mod:`~mimesis.simulator.parsing`);
 the reasoning stays in ``UserState.private``.
 
-Episode rules (PITFALLS 1, 2, 4, 5, 6), applied to each generated turn in this order:
+Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated turn in this order:
 
 1. only an end signal → the episode ends (``end_signal``).
 2. an utterance *and* an end signal → the utterance is sent and the end is deferred (flag
