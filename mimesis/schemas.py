@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 Role = Literal["user", "assistant"]
+# A chat as chat templates and chat APIs take it: [{"role": ..., "content": ...}, ...].
+Messages = list[dict[str, str]]
 Split = Literal["train", "val", "test"]
 
 

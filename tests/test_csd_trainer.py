@@ -42,7 +42,7 @@ def _trainer(tmp_path, alpha: float = 0.01, **overrides):
     params = data.small_params(**overrides)
     return rl.build_trainer(CSDTrainer, agent, tok, params, data.scripted_user(sim, sim_tok),
                             tmp_path / "ckpt", [],
-                            peft_config=rl.lora_config(LoraParams(dropout=0.0)),
+                            peft_config=LoraParams(dropout=0.0).peft_config(),
                             coach=scripted_coach(), alpha=alpha, beta=5.0,
                             placebo="Continue the conversation.")
 

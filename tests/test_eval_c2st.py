@@ -1,5 +1,5 @@
 """C2ST (Turing-distance estimator): chance on one distribution, high on separable data, and the
-grouped-folds pitfall of METRICS.md."""
+grouped-folds pitfall (docs/pitfalls.md #14)."""
 
 from __future__ import annotations
 

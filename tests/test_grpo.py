@@ -50,7 +50,8 @@ def test_gamma_one_is_trls_group_advantage():
 
 
 def test_credit_is_by_turn_not_by_position():
-    """PITFALLS 7: more injected tokens between turns must not shift any agent token's credit."""
+    """More injected tokens between turns must not shift any agent token's credit
+    (docs/pitfalls.md #7)."""
     short = turn_advantages([1.0, 0.0], [0, 0], [[0, 0, 1, 1], [0, 1]], gamma=0.5)
     long = turn_advantages([1.0, 0.0], [0, 0], [[0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 1]], gamma=0.5)
     assert short[0, 0] == long[0, 0] and short[0, 3] == long[0, 6]
@@ -106,7 +107,7 @@ def test_env_tokens_do_not_change_the_grpo_loss(tmp_path):
     params = data.small_params()
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                data.scripted_user(sim, sim_tok), tmp_path / "ckpt", [],
-                               peft_config=rl.lora_config(LoraParams(dropout=0.0)))
+                               peft_config=LoraParams(dropout=0.0).peft_config())
     trainer.current_gradient_accumulation_steps = 1
     inputs = loss_inputs(len(tok))
     env = (inputs["tool_mask"] == 0).float()
@@ -210,7 +211,7 @@ def _flat_first_trainer(tmp_path, enabled: bool):
                                                                       max_rounds=4))
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                data.scripted_user(sim, sim_tok, max_turns=1), tmp_path / "ckpt",
-                               [], peft_config=rl.lora_config(LoraParams(dropout=0.0)))
+                               [], peft_config=LoraParams(dropout=0.0).peft_config())
     rl.train(trainer, None)
     moved = sum(float(p.detach().abs().sum()) for n, p in trainer.model.named_parameters()
                 if "lora_B" in n)

@@ -1,4 +1,5 @@
-"""Message-level token assembly (PITFALLS 7, 8, 10) with the tiny tokenizer's own template."""
+"""Message-level token assembly with the tiny tokenizer's own template (docs/pitfalls.md #7, #8,
+#10)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ def test_agent_tokens_are_verbatim_and_injected_tokens_masked(tok) -> None:
     # The injected part is the template's: end of the agent block, the user turn, the next
     # generation prompt — and not one sampled token.
     assert tok.decode(injected) == "\n<|im_start|>user\nf(1, 2, 3, 4) = 7<|im_end|>\n<|im_start|>assistant\n"
-    # The whole sequence is the template's rendering of the whole conversation (PITFALLS 7/10);
-    # the only thing after the last sampled EOS is the template's closing newline.
+    # The whole sequence is the template's rendering of the whole conversation
+    # (docs/pitfalls.md #7, #10); the only thing after the last sampled EOS is the template's
+    # closing newline.
     full = tok.apply_chat_template(t.messages, tokenize=True)["input_ids"]
     assert full[:len(t.ids())] == t.ids()
     assert tok.decode(full[len(t.ids()):]) == "\n"
@@ -75,7 +77,7 @@ def test_turn_cut_by_length_gets_the_closing_token_as_injected(tok) -> None:
 def test_think_dropping_template_is_detected(drop_think_tok) -> None:
     t = Transcript.start(drop_think_tok, [{"role": "user", "content": "Find the rule."}])
     t.add_agent(*sampled(drop_think_tok, "<think>ask first</think>\n[action] f(1, 2, 3, 4)?"))
-    with pytest.raises(TemplateDriftError, match="PITFALLS 8"):
+    with pytest.raises(TemplateDriftError, match="docs/pitfalls.md #8"):
         t.add_message({"role": "user", "content": "7"})
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from mimesis.models.base import load_base
-from mimesis.rl import RolloutParams, ScenarioSpec, env_reward, make_rollout_func, scenario_dataset
+from mimesis.rl import RolloutParams, ScenarioSpec, env_reward, scenario_dataset
+from mimesis.rl.grpo import make_rollout_func
 from mimesis.rl.trl_rollout import TRL_KEYS, group_jobs
 from mimesis.simulator.runtime import UserSimulator
 
@@ -51,6 +52,7 @@ def test_rollout_func_returns_one_completion_per_repeated_prompt(tiny) -> None:
     assert out["prompt_ids"][0] == out["prompt_ids"][1] != out["prompt_ids"][2]
     assert out["scenario_id"][0] == out["scenario_id"][1] != out["scenario_id"][2]
     assert out["env_reward"] == [0.0] * 4 and env_reward([], **out) == [0.0] * 4
+    assert [e.group_id for e in out["episode"]] == [0, 0, 1, 1]
 
 
 def test_groups_must_be_runs_of_one_prompt() -> None:

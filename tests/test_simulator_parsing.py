@@ -1,4 +1,5 @@
-"""Parsing of raw simulator generations (PITFALLS 3 reasoning leaks, 6 tolerant end signal)."""
+"""Parsing of raw simulator generations: reasoning leaks and tolerant end signals
+(docs/pitfalls.md #3, #6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run-time simulator against scripted fake models: one test per PITFALLS item 1–6.
+"""The run-time simulator against scripted fake models: one test per docs/pitfalls.md item #1–#6.
 
 Each fake ``generate_fn`` returns canned raw outputs and records the views it was given.
 """
@@ -46,7 +46,7 @@ def talk(sim: UserSimulator, agent_replies: list[str]) -> tuple[list[str], UserS
     return sent, state
 
 
-# PITFALLS 1: stopping too early ---------------------------------------------------------------
+# docs/pitfalls.md #1: stopping too early ----------------------------------------------------------
 def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
     model = Scripted(["<think>start vague</think>\nneed a flight to denver",
                       "<think>good price</think>\nyes please book it <|end_conversation|>",
@@ -60,7 +60,7 @@ def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
     assert state.end_reasoning == "booked, done"
 
 
-# PITFALLS 2: restarting after success ---------------------------------------------------------
+# docs/pitfalls.md #2: restarting after success ----------------------------------------------------
 def test_ended_episode_never_calls_the_model_again() -> None:
     model = Scripted(["need a flight to denver", "<|end_conversation|>"])
     sim = UserSimulator(model)
@@ -89,7 +89,7 @@ def test_short_repeats_are_not_restarts() -> None:
     assert sent[1:] == ["yes", "yes"] and not state.ended
 
 
-# PITFALLS 3: reasoning leaks ------------------------------------------------------------------
+# docs/pitfalls.md #3: reasoning leaks -------------------------------------------------------------
 @pytest.mark.parametrize("raw", [
     "<think>hide the date secretword</think>\nneed a flight to denver",
     ("Thinking Process:\n1. The assistant greeted me.\n2. hide the date secretword\n"
@@ -111,7 +111,7 @@ def test_agent_never_sees_reasoning_but_the_simulator_keeps_it(raw: str) -> None
                    "content": f"<think>{state.private[0]}</think>\nneed a flight to denver"}
 
 
-# PITFALLS 4: role flip ------------------------------------------------------------------------
+# docs/pitfalls.md #4: role flip -------------------------------------------------------------------
 def test_assistant_like_turn_is_flagged_and_recorded() -> None:
     model = Scripted(["need a flight", "Certainly! Here are some options for your trip."])
     sent, state = talk(UserSimulator(model), ["Where to?"])
@@ -149,7 +149,7 @@ def test_view_has_training_roles_and_the_opening_is_never_resent() -> None:
     assert view[3]["content"] == "<think>step 1</think>\nfollow-up 1"
 
 
-# PITFALLS 5: goal dumping ---------------------------------------------------------------------
+# docs/pitfalls.md #5: goal dumping ----------------------------------------------------------------
 def test_first_turn_that_dumps_the_goal_is_flagged_with_its_overlap() -> None:
     model = Scripted([f"I want to {GOAL.lower()}", "two adults"])
     _sent, state = talk(UserSimulator(model), ["OK, anything else?"])
@@ -173,7 +173,7 @@ def test_vague_opening_is_not_flagged() -> None:
     assert state.turn_flags[0] == [] and 0 < state.goal_overlap[0] < 0.7
 
 
-# PITFALLS 6: never ending ---------------------------------------------------------------------
+# docs/pitfalls.md #6: never ending ----------------------------------------------------------------
 def test_turn_limit_ends_the_episode_without_another_generation() -> None:
     model = Scripted(["need a flight", "is there wifi on board", "what about checked bags",
                       "can I pick a window seat", "never generated"])

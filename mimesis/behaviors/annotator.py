@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mimesis.behaviors import fallbacks, parsing
-from mimesis.behaviors.backends import ChatBackend, Messages
+from mimesis.behaviors.backends import ChatBackend
 from mimesis.behaviors.catalog import BEHAVIORS
 from mimesis.behaviors.lexicon import content_stems
+from mimesis.schemas import Messages
 from mimesis.simulator.prompts import load_prompt
 from mimesis.simulator.roles import clip
 

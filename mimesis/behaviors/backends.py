@@ -16,12 +16,14 @@ from typing import Protocol
 
 from tqdm.auto import tqdm
 
-Messages = list[dict[str, str]]
+from mimesis.openai_chat import ChatAPIError, ChatClient
+from mimesis.schemas import Messages
+
 GenerateFn = Callable[[Sequence[Messages], Sequence[str], int, str], list[str]]
 log = logging.getLogger(__name__)
 
 
-class AnnotatorError(RuntimeError):
+class AnnotatorError(ChatAPIError):
     """The annotator backend cannot be set up or reached (missing key, bad URL, auth, network)."""
 
 
@@ -95,12 +97,12 @@ class HFBackend:
 
 
 class OpenAIBackend:
-    """Any OpenAI-compatible chat-completions endpoint, through the official ``openai`` client.
+    """Any OpenAI-compatible chat-completions endpoint, through :class:`~mimesis.openai_chat.ChatClient`.
 
-    Requests run ``concurrency`` at a time; the client retries connection errors, 408/409/429 and
-    5xx responses ``max_retries`` times with backoff. A request the server rejects as invalid
-    (400/422, e.g. a content filter) yields ``""`` (the caller falls back); authentication,
-    missing-model, connection and timeout errors raise :class:`AnnotatorError`.
+    Requests run ``concurrency`` at a time; retries and errors follow
+    :mod:`mimesis.openai_chat`. A request the server rejects as invalid (400/422, e.g. a content
+    filter) yields ``""`` (the caller falls back); authentication, missing-model, connection and
+    timeout errors raise :class:`AnnotatorError`.
 
     Raises:
         AnnotatorError: the API key environment variable is unset or empty.
@@ -110,34 +112,19 @@ class OpenAIBackend:
 
     def __init__(self, base_url: str, model: str, api_key_env: str, *, timeout_s: float,
                  max_retries: int, concurrency: int, temperature: float):
-        import openai
-
-        key = os.environ.get(api_key_env, "")
-        if not key:
-            raise AnnotatorError(f"annotator backend 'openai' needs an API key in the environment "
-                                 f"variable {api_key_env!r} (label.annotator.api_key_env); it is "
-                                 "unset or empty")
-        self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url or None, api_key=key, timeout=timeout_s,
-                                     max_retries=max_retries)
-        self._model, self._base_url = model, base_url or "https://api.openai.com/v1"
+        self._client = ChatClient(model, base_url, api_key_env, timeout_s=timeout_s,
+                                  max_retries=max_retries, error=AnnotatorError,
+                                  label=f"annotator backend 'openai:{model}'",
+                                  key_hint=" (label.annotator.api_key_env)")
         self._concurrency, self._temperature = max(1, concurrency), temperature
-        self.name = f"openai:{model}"
+        self.name = self._client.name
 
     def _one(self, messages: Messages, max_new_tokens: int) -> str:
-        errors = self._openai
-        try:
-            response = self._client.chat.completions.create(
-                model=self._model, messages=messages, max_tokens=max_new_tokens,
-                temperature=self._temperature)
-        except (errors.BadRequestError, errors.UnprocessableEntityError) as exc:
-            log.warning("%s rejected a prompt (%s); falling back for it", self.name, exc)
-            return ""
-        except errors.APIError as exc:  # auth, 404 model, rate limit after retries, network
-            raise AnnotatorError(f"{self.name} at {self._base_url} failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
-        choices = response.choices or []
-        return (choices[0].message.content or "") if choices else ""
+        reply = self._client.complete(messages, max_tokens=max_new_tokens,
+                                      temperature=self._temperature)
+        if reply.rejected:
+            log.warning("%s rejected a prompt (%s); falling back for it", self.name, reply.rejected)
+        return reply.text
 
     def complete(self, batch: Sequence[Messages], prefills: Sequence[str], max_new_tokens: int,
                  desc: str) -> list[str]:

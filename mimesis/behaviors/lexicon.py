@@ -1,6 +1,6 @@
 """Word lists, patterns and text helpers shared by the rule-based behaviour and trait detectors.
 
-Source: ours. The cues were written from the behaviour definitions in ``docs/BEHAVIORS.md`` and
+Source: ours. The cues were written from the behaviour definitions in ``docs/behaviors.md`` and
 checked by hand against ShareGPT user turns; they trade recall for precision (a rule fires only on
 explicit wording) because the annotator adds the subtle cases.
 """

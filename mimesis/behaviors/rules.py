@@ -5,7 +5,7 @@ pure and fast (regular expressions only), so it runs on every real turn in the `
 and on simulated turns in ``evaluate_user`` (behaviour-frequency divergence).
 
 Source: ours, after the MIMESIS paper's deterministic behaviour checks (arXiv 2610.09484) and the
-definitions in ``docs/BEHAVIORS.md``. The rules fire only on explicit wording, so recall is low
+definitions in ``docs/behaviors.md``. The rules fire only on explicit wording, so recall is low
 for behaviours that are mostly private (B1, B5) or need world knowledge (B8's false facts); the
 annotator covers those.
 """

@@ -1,7 +1,7 @@
 """Rule-based detectors of the plain style traits of a user turn (not among the 13 behaviours).
 
 Each detector looks at the turn alone. Source: ours, written from the trait descriptions in
-``mimesis.behaviors.catalog.TRAITS`` and ``docs/BEHAVIORS.md`` ("terse turns, typos and no
+``mimesis.behaviors.catalog.TRAITS`` and ``docs/behaviors.md`` ("terse turns, typos and no
 capitals, pasted documents or code, thanks-and-leave").
 """
 

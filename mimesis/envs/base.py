@@ -19,7 +19,7 @@ Rules of the contract:
 - ``step`` is called once per agent message; every call uses one of ``max_turns`` turns. Only
   ``step`` ends an episode by truncation (``turn == max_turns`` without termination), so an
   ``[action]`` on the last turn is truncated and its ``to_user`` is ``None``: there is one path
-  for truncation, whatever the action (PITFALLS 9).
+  for truncation, whatever the action (docs/pitfalls.md #9).
 - After a ``step`` whose ``info["to_user"]`` is a string, ``obs`` is ``""`` and the engine must
   call ``observe_user`` before the next ``step``; the env raises otherwise. ``observe_user``
   returns the same five-tuple; its ``obs`` is the user's reply (what the agent sees next).

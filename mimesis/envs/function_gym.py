@@ -29,6 +29,7 @@ from mimesis.envs.function_rules import (
     parse_number,
 )
 from mimesis.envs.registry import register
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 ANSWER_TOLERANCE = 0.01
@@ -199,12 +200,7 @@ def load_userrl_tasks(path: Path) -> tuple[list[FunctionTask], list[Reject]]:
     Raises:
         FileNotFoundError: no ``functions.json`` at ``path``.
     """
-    path = Path(path)
-    for candidate in (path, path / "functions.json", path / "FunctionGym" / "functions.json"):
-        if candidate.is_file():
-            break
-    else:
-        raise FileNotFoundError(f"no FunctionGym functions.json at {path}")
+    candidate = userrl_files(path, "FunctionGym", ["functions.json"])[0]
     tasks: list[FunctionTask] = []
     rejects: list[Reject] = []
     for i, row in enumerate(json.loads(candidate.read_text(encoding="utf-8"))):

@@ -34,6 +34,7 @@ from typing import Any
 from mimesis.envs.base import StepResult, UserEnv, action_format
 from mimesis.envs.registry import register
 from mimesis.envs.turtle_judge import content_words, stem
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 IMPORTANCE_WEIGHTS: dict[int, float] = {3: 1.0, 2: 0.7, 1: 0.4}
@@ -274,12 +275,9 @@ def load_userrl_tasks(path: Path) -> tuple[list[IntentionTask], list[Reject]]:
     Raises:
         FileNotFoundError: no such file at ``path``.
     """
-    path = Path(path)
-    names = ("all_intentions_train.json", "all_intentions_test.json")
-    folder = path / "IntentionGym" if (path / "IntentionGym").is_dir() else path
-    files = [path] if path.is_file() else [folder / n for n in names if (folder / n).is_file()]
-    if not files:
-        raise FileNotFoundError(f"no IntentionGym all_intentions_*.json at {path}")
+    files = userrl_files(path, "IntentionGym",
+                         ["all_intentions_train.json", "all_intentions_test.json"],
+                         folders=("IntentionGym", ""))
     tasks: list[IntentionTask] = []
     rejects: list[Reject] = []
     for file in files:

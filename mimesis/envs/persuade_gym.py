@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from mimesis.envs.base import StepResult, UserEnv, action_format
 from mimesis.envs.registry import register
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 Direction = Literal["agree", "disagree"]
@@ -273,15 +274,8 @@ def load_userrl_tasks(path: Path) -> tuple[list[PersuadeTask], list[Reject]]:
     """
     import pyarrow.parquet as pq  # lazy: only this loader needs parquet support
 
-    path = Path(path)
-    folder = next(
-        (p for p in (path / "parquet" / "persuasion_multiturn", path / "persuasion_multiturn")
-         if p.is_dir()),
-        path,
-    )
-    files = [path] if path.is_file() else sorted(folder.glob("*.parquet"))
-    if not files:
-        raise FileNotFoundError(f"no PersuadeGym parquet files at {path}")
+    files = userrl_files(path, "PersuadeGym", pattern="*.parquet",
+                         folders=("parquet/persuasion_multiturn", "persuasion_multiturn", ""))
     tasks: list[PersuadeTask] = []
     rejects: list[Reject] = []
     seen: set[str] = set()

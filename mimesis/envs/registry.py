@@ -39,8 +39,8 @@ class EnvSpec:
     source: str
 
 
-# Every HELD_OUT_EVERY-th task of a fixed task list is kept for evaluation only (PITFALLS:
-# evaluating an agent on the tasks it was trained on measures memory, not skill).
+# Every HELD_OUT_EVERY-th task of a fixed task list is kept for evaluation only: evaluating an
+# agent on the tasks it was trained on measures memory, not skill (docs/pitfalls.md #13).
 HELD_OUT_EVERY = 5
 
 

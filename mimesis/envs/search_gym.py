@@ -36,6 +36,7 @@ from bm25s.tokenization import Tokenizer
 
 from mimesis.envs.base import UserEnv, action_format
 from mimesis.envs.registry import register
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -233,13 +234,7 @@ def load_userrl_tasks(path: Path) -> tuple[list[SearchTask], list[Reject]]:
     Raises:
         FileNotFoundError: no ``questions.json`` at ``path``.
     """
-    path = Path(path)
-    name = "questions.json"
-    for candidate in (path, path / name, path / "SearchGym" / name):
-        if candidate.is_file():
-            break
-    else:
-        raise FileNotFoundError(f"no SearchGym {name} at {path}")
+    candidate = userrl_files(path, "SearchGym", ["questions.json"])[0]
     tasks: list[SearchTask] = []
     rejects: list[Reject] = []
     for i, row in enumerate(json.loads(candidate.read_text(encoding="utf-8"))):

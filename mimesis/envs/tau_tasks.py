@@ -33,6 +33,7 @@ from tau2.data_model.tasks import (
 from tau2.domains.airline import environment as _airline
 from tau2.domains.retail import environment as _retail
 
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 _TASK_LOADERS: dict[str, Callable[..., list[Task]]] = {
@@ -179,15 +180,8 @@ def load_userrl_tasks(
     Raises:
         FileNotFoundError: no matching file at ``path``.
     """
-    path = Path(path)
-    if path.is_file():
-        files = [path]
-    else:
-        names = [f"tau_{split}.json"] if split else ["tau_train.json", "tau_test.json"]
-        folder = next((p for p in (path, path / "TauGym") if (p / names[0]).is_file()), None)
-        files = [folder / n for n in names if (folder / n).is_file()] if folder else []
-        if not files:
-            raise FileNotFoundError(f"no TauGym {' or '.join(names)} at {path}")
+    names = [f"tau_{split}.json"] if split else ["tau_train.json", "tau_test.json"]
+    files = userrl_files(path, "TauGym", names)
     tasks: list[TauTask] = []
     rejects: list[Reject] = []
     for file in files:

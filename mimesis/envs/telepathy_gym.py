@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mimesis.envs.base import UserEnv, action_format
 from mimesis.envs.registry import register
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 _LEAD_INS = (
@@ -209,13 +210,7 @@ def load_userrl_tasks(path: Path) -> tuple[list[TelepathyTask], list[Reject]]:
     Raises:
         FileNotFoundError: no ``all_entities_refined.json`` at ``path``.
     """
-    path = Path(path)
-    name = "all_entities_refined.json"
-    for candidate in (path, path / name, path / "TelepathyGym" / name):
-        if candidate.is_file():
-            break
-    else:
-        raise FileNotFoundError(f"no TelepathyGym {name} at {path}")
+    candidate = userrl_files(path, "TelepathyGym", ["all_entities_refined.json"])[0]
     tasks: list[TelepathyTask] = []
     rejects: list[Reject] = []
     for i, row in enumerate(json.loads(candidate.read_text(encoding="utf-8"))):

@@ -35,6 +35,7 @@ from mimesis.envs.travel_data import (
     kind_label,
     make_task,
 )
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 ACCEPTABLE_CREDIT = 0.5
@@ -234,12 +235,8 @@ def load_userrl_tasks(path: Path) -> tuple[list[TravelTask], list[Reject]]:
     """
     import pandas as pd  # lazy: only this loader needs parquet support
 
-    path = Path(path)
-    nested = path / "parquet" / "travel_multiturn_onechoice"
-    folder = nested if nested.is_dir() else path
-    files = [path] if path.is_file() else sorted(folder.glob("*.parquet"))
-    if not files:
-        raise FileNotFoundError(f"no TravelGym parquet files at {path}")
+    files = userrl_files(path, "TravelGym", pattern="*.parquet",
+                         folders=("parquet/travel_multiturn_onechoice", ""))
     try:
         frames = [pd.read_parquet(f) for f in files]
     except ImportError as err:

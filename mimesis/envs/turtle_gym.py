@@ -53,6 +53,7 @@ from mimesis.envs.turtle_judge import (
     stem,
     word_stems,
 )
+from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -298,13 +299,7 @@ def load_userrl_tasks(path: Path) -> tuple[list[TurtleStory], list[Reject]]:
     Raises:
         FileNotFoundError: no ``all_stories_refined.json`` at ``path``.
     """
-    path = Path(path)
-    name = "all_stories_refined.json"
-    for candidate in (path, path / name, path / "TurtleGym" / name):
-        if candidate.is_file():
-            break
-    else:
-        raise FileNotFoundError(f"no TurtleGym {name} at {path}")
+    candidate = userrl_files(path, "TurtleGym", ["all_stories_refined.json"])[0]
     data = json.loads(candidate.read_text(encoding="utf-8"))
     records = list(data.items()) if isinstance(data, dict) else list(enumerate(data))
     tasks: list[TurtleStory] = []

@@ -17,13 +17,14 @@ The text helpers (:func:`stem`, :func:`content_words`) are shared with
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from mimesis.behaviors.lexicon import STOPWORDS
+from mimesis.openai_chat import ChatAPIError, ChatClient
+from mimesis.schemas import Messages
 
 # Suffixes stripped by :func:`stem` (first match only), with their replacement.
 _SUFFIXES = (("ies", "y", 2), ("ied", "y", 2), ("ing", "", 3), ("ed", "", 3), ("es", "", 3),
@@ -32,7 +33,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 
 
-class TurtleJudgeError(RuntimeError):
+class TurtleJudgeError(ChatAPIError):
     """A judge could not score an explanation (endpoint error or an unreadable reply)."""
 
 
@@ -222,23 +223,14 @@ class OpenAIJudge:
         max_tokens: int = 32,
         client: Any = None,
     ) -> None:
-        if client is None:
-            import openai  # lazy: the offline judge needs no client
-
-            key = os.environ.get(api_key_env, "")
-            if not key:
-                raise TurtleJudgeError(
-                    f"OpenAIJudge needs an API key in the environment variable {api_key_env!r}"
-                )
-            client = openai.OpenAI(
-                base_url=base_url or None, api_key=key, timeout=timeout_s, max_retries=max_retries
-            )
-        self._client = client
+        self._client = ChatClient(model, base_url, api_key_env, timeout_s=timeout_s,
+                                  max_retries=max_retries, error=TurtleJudgeError,
+                                  label=f"OpenAIJudge openai:{model}", client=client)
         self.model, self.max_tokens = model, max_tokens
-        self.name = f"openai:{model}"
+        self.name = self._client.name
 
     @staticmethod
-    def messages(story: TurtleStory, explanation: str) -> list[dict[str, str]]:
+    def messages(story: TurtleStory, explanation: str) -> Messages:
         """The judge's chat messages for one explanation."""
         facts = "\n".join(f"- ({f.weight:g}) {f.text}" for f in story.key_facts)
         user = (
@@ -253,16 +245,8 @@ class OpenAIJudge:
         Raises:
             TurtleJudgeError: the endpoint failed or its reply holds no score in [0, 1].
         """
-        import openai
-
-        try:
-            response = self._client.chat.completions.create(
-                model=self.model,
-                messages=self.messages(story, explanation),
-                temperature=0.0,
-                max_tokens=self.max_tokens,
-            )
-        except openai.APIError as exc:  # auth, missing model, rate limit after retries, network
-            raise TurtleJudgeError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
-        choices = response.choices or []
-        return parse_judge_score((choices[0].message.content or "") if choices else "")
+        reply = self._client.complete(self.messages(story, explanation), max_tokens=self.max_tokens,
+                                      temperature=0.0)
+        if reply.rejected:
+            raise TurtleJudgeError(f"{self.name} rejected the request: {reply.rejected}")
+        return parse_judge_score(reply.text)

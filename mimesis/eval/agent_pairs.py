@@ -1,7 +1,7 @@
 """Paired differences between agents: the same scenarios under the same user, paired bootstrap CIs.
 
-Protocol (METRICS.md, agent side: "comparisons between agents are paired"): every agent plays the
-same held-out scenarios with every user, and each user restarts from the same seed at every run
+Protocol (docs/metrics.md, agent side: "comparisons between agents are paired"): every agent plays
+the same held-out scenarios with every user, and each user restarts from the same seed at every run
 (:mod:`mimesis.eval.reseed`). Episodes of two agents are paired by (user, scenario spec, episode
 index within the scenario). For a comparison ``a − b`` under one user:
 

@@ -1,7 +1,7 @@
 """The agents of the ``evaluate_agents`` stage: base, SFT, GRPO and CSD agents, paired, under
 seen and unseen users.
 
-Agents (METRICS.md, agent side; :func:`agent_sources` builds them from the stage's folders):
+Agents (docs/metrics.md, agent side; :func:`agent_sources` builds them from the stage's folders):
 
 - ``base`` — the base model the arms started from (``<sft_agent>/meta.json`` ``base_model``);
 - ``sft`` — the SFT warm-up agent, ``<sft_agent>/model``;

@@ -1,7 +1,7 @@
 """Agent evaluation: success rate and reward on held-out scenarios, per agent, user and env.
 
-Protocol (METRICS.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base model,
-the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
+Protocol (docs/metrics.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base
+model, the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
 held-out scenarios of each environment with (a) the frozen training simulator and (b) each
 unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rl.rollout.RolloutEngine.play`
 call per (agent, simulator) plays every scenario of every env together (batched agent and user

@@ -2,10 +2,10 @@
 
 Source: SimulatorArena setup as used by MIMESIS (Turing distance = |judge accuracy − 50|), with
 the judge replaced by a logistic-regression discriminator (Lopez-Paz & Oquab 2017, "Revisiting
-classifier two-sample tests"), as specified in METRICS.md.
+classifier two-sample tests"), as docs/metrics.md describes.
 
-Pitfall (measured, METRICS.md): cross-validation folds must be grouped by conversation. Turns of
-one conversation share a topic; with plain stratified folds the discriminator learns "which
+Pitfall (measured, docs/pitfalls.md #14): cross-validation folds must be grouped by conversation.
+Turns of one conversation share a topic; with plain stratified folds the discriminator learns "which
 conversation" instead of "real or simulated" and two halves of *real* users look 65% separable.
 """
 
@@ -68,7 +68,7 @@ def c2st(features_a: np.ndarray, features_b: np.ndarray, groups_a: Sequence[str]
     Raises:
         ValueError: shapes disagree, or a class has fewer than 2 rows or (grouped) 2 groups.
 
-    Source: SimulatorArena/MIMESIS Turing distance; C2ST estimator per METRICS.md.
+    Source: SimulatorArena/MIMESIS Turing distance; C2ST estimator per docs/metrics.md.
     """
     xa, xb = np.asarray(features_a, dtype=np.float64), np.asarray(features_b, dtype=np.float64)
     if xa.ndim != 2 or xb.ndim != 2 or xa.shape[1] != xb.shape[1]:

@@ -1,6 +1,6 @@
 """Behaviour-frequency divergence between simulated and real user turns.
 
-Source: ours, on the 13 MIMESIS behaviours (METRICS.md, "Behaviour-frequency divergence").
+Source: ours, on the 13 MIMESIS behaviours (docs/metrics.md, "Behaviour-frequency divergence").
 Labels are multi-label and most turns carry none, so the distribution compared is over the 13
 behaviour ids plus a ``none`` bin: each turn adds one count to every behaviour it carries, or one
 count to ``none`` when it carries no behaviour. The ``none`` bin keeps the divergence defined when
@@ -94,7 +94,7 @@ def behavior_js(a_label_sets: Sequence[Sequence[str]], b_label_sets: Sequence[Se
     Raises:
         ValueError: either sample is empty.
 
-    Source: ours (METRICS.md behaviour-frequency divergence).
+    Source: ours (docs/metrics.md, behaviour-frequency divergence).
     """
     if not a_label_sets or not b_label_sets:
         raise ValueError("behavior_js needs two non-empty samples")

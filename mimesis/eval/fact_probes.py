@@ -1,8 +1,8 @@
 """Scripted probes of the fact-reveal check: one hidden fact per task, its phrasings, its judge.
 
 Every training environment hides facts in the user's scenario; an agent can only succeed when the
-user states them when asked (PITFALLS 12). :func:`task_fact` picks one fact of the env's current
-task and returns the questions that ask for it directly (≥ 3 phrasings per fact kind) and a
+user states them when asked (docs/pitfalls.md #12). :func:`task_fact` picks one fact of the env's
+current task and returns the questions that ask for it directly (≥ 3 phrasings per fact kind) and a
 judge ``reply -> bool`` that decides, with the environment's own parser where it has one, whether
 a user reply states the fact:
 

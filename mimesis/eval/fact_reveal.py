@@ -1,8 +1,8 @@
 """Fact-reveal check: does each user state its hidden facts when an agent asks for them?
 
-Why (PITFALLS 12): a user simulator that ignores its scenario can still look human to a style or
-C2ST check, but an agent trained against it can never succeed — the facts it must draw out are
-never said. For each training environment, tasks of the *training* part are reset (procedural
+Why (docs/pitfalls.md #12): a user simulator that ignores its scenario can still look human to a
+style or C2ST check, but an agent trained against it can never succeed — the facts it must draw out
+are never said. For each training environment, tasks of the *training* part are reset (procedural
 envs: seeds ``scenario_seed + k``; fixed task lists: a seeded sample of
 :func:`~mimesis.envs.registry.fact_indices` ``"probe"``; neither is a task of the simulator's
 grounding dialogues, :mod:`mimesis.train.grounding`), one hidden fact per task is picked and

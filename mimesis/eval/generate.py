@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mimesis.eval.protocol import EvalItem, Messages, clip_history, fit_history
+from mimesis.eval.protocol import EvalItem, clip_history, fit_history
 from mimesis.eval.realism import TurnRecord
 from mimesis.models.generation import ChatGenerator, GenerationConfig
-from mimesis.schemas import Scenario, Turn
+from mimesis.schemas import Messages, Scenario, Turn
 from mimesis.simulator.baseline import render_prompted_user_messages
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt

@@ -27,11 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from mimesis.io import read_jsonl
-from mimesis.schemas import Conversation, LabeledConversation, Scenario
+from mimesis.schemas import Conversation, LabeledConversation, Messages, Scenario
 from mimesis.simulator.format import END_SIGNAL, format_target
 from mimesis.simulator.guards import content_words
 from mimesis.simulator.parsing import parse_turn
-from mimesis.simulator.runtime import Messages
 
 
 # ----------------------------------------------------------------------------- replay

@@ -1,4 +1,4 @@
-"""What the simulators are asked to write in the offline realism evaluation (METRICS.md protocol).
+"""What the simulators are asked to write in the offline realism evaluation (docs/metrics.md).
 
 Held-out real conversations are split into two halves *by conversation*. In each conversation the
 simulator writes (a) the first user turn from the scenario alone and (b) the next user turn at a
@@ -14,10 +14,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mimesis.schemas import LabeledConversation, Scenario, Turn
+from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn
 from mimesis.simulator.roles import clip
 
-Messages = list[dict[str, str]]
 FIRST, NEXT = "first", "next"
 
 

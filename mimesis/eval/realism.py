@@ -1,5 +1,5 @@
-"""The offline realism table: every METRICS.md user-side metric for one simulator (or for real
-users, the ceiling), overall and per behaviour slice.
+"""The offline realism table: every user-side metric of docs/metrics.md for one simulator (or for
+real users, the ceiling), overall and per behaviour slice.
 
 Two-sample metrics (style distances, behaviour JS, C2ST) always compare turns from *different*
 conversations: a simulator's turns in half h against real turns in half 1 − h (both directions,

@@ -59,7 +59,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def markdown_table(metrics: dict) -> str:
     """The realism table (three rows), style distances, and per-behaviour slices, as markdown."""
-    lines = ["# Simulator realism (offline estimators, METRICS.md)", ""]
+    lines = ["# Simulator realism (offline estimators, docs/metrics.md)", ""]
     lines += _table(["row", *(t for _, t in MAIN_COLUMNS)],
                     [[ROW_TITLES[r], *(_fmt(_get(metrics.get(r, {}), p)) for p, _ in MAIN_COLUMNS)]
                      for r in ROWS])

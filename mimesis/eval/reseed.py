@@ -1,6 +1,6 @@
 """Restart a user's randomness before every (agent, user) run of the agent evaluation.
 
-Why (METRICS.md, agent side: "the same held-out scenarios and the same user seeds for every
+Why (docs/metrics.md, agent side: "the same held-out scenarios and the same user seeds for every
 agent"): a sampling user keeps its random state between runs. Reused across agents, the frozen
 simulator or an ``hf`` user would meet the second agent with the generator where the first left
 it, and two identical agents would get different users and different scores.

@@ -1,6 +1,6 @@
 """Style statistics of user turns and distances between two samples of turns.
 
-Source: ours (METRICS.md, "Style distances"). Real users write short, casual, often lowercase
+Source: ours (docs/metrics.md, "Style distances"). Real users write short, casual, often lowercase
 turns without markdown; assistant-like simulators write long, formatted, polite ones. Each rate
 below is the share of turns showing the feature; the distance between two samples is the absolute
 difference of the rates, and the Wasserstein-1 distance of log turn lengths.
@@ -53,7 +53,7 @@ def turn_style(text: str) -> dict[str, float]:
         spelling (lowercase "i", "dont", "u", "??", …); markdown (list items, headings, fences,
         bold, tables); an assistant phrase ("Certainly", "I'd be happy to", …); a question mark.
 
-    Source: ours (METRICS.md style distances).
+    Source: ours (docs/metrics.md, style distances).
 
     >>> turn_style("ok but why dont u use pandas")["typo"]
     1.0
@@ -105,7 +105,7 @@ def style_distances(a_texts: Sequence[str], b_texts: Sequence[str]) -> dict[str,
     Raises:
         ValueError: either sample is empty.
 
-    Source: ours (METRICS.md style distances).
+    Source: ours (docs/metrics.md, style distances).
     """
     if not a_texts or not b_texts:
         raise ValueError("style_distances needs two non-empty samples")

@@ -1,7 +1,7 @@
 """Unseen user simulators for agent evaluation: a registry configured from params.
 
 Why: an agent trained against one simulator can overfit to it, so agents are also scored
-against users they never trained with (METRICS.md, agent side; the MIMESIS paper, arXiv
+against users they never trained with (docs/metrics.md, agent side; the MIMESIS paper, arXiv
 2610.09484, uses 9: five frontier APIs and four released simulators). Every entry runs behind
 the same :class:`~mimesis.simulator.runtime.UserSimulator` as the training simulator — same
 view (:func:`~mimesis.simulator.runtime.build_view`), parser, guards and termination contract —
@@ -49,7 +49,6 @@ The offline users read the goal text only: see the limits in :mod:`mimesis.eval.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,11 +58,12 @@ from typing import Any
 
 from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt, read_corpus
 from mimesis.eval.simulator_identity import forbidden_model_names, hf_refusal, training_meta
-from mimesis.schemas import Scenario
+from mimesis.openai_chat import ChatAPIError, ChatClient
+from mimesis.schemas import Messages, Scenario
 from mimesis.simulator.baseline import render_prompted_system_prompt
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
-from mimesis.simulator.runtime import Messages, UserSimulator
+from mimesis.simulator.runtime import UserSimulator
 
 KINDS = ("openai", "hf", "replay", "agenda")
 PROMPT_STYLES: dict[str, Callable[[Scenario], str]] = {
@@ -72,7 +72,7 @@ OPENING_CUE = "(The conversation starts now: write your first message to the ass
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in file names and MLflow keys
 
 
-class UnseenUserError(RuntimeError):
+class UnseenUserError(ChatAPIError):
     """An unseen user cannot be set up or reached (missing API key, endpoint failure)."""
 
 
@@ -213,18 +213,11 @@ class OpenAIUser:
 
     def __init__(self, config: UnseenUserConfig, forbidden: set[str] | None = None,
                  client=None) -> None:
-        import openai
-
-        self.config, self.forbidden, self._errors = config, forbidden or set(), openai
-        if client is None:
-            key = os.environ.get(config.api_key_env, "")
-            if not key:
-                raise UnseenUserError(
-                    f"unseen user {config.name!r} (openai) needs an API key in the environment "
-                    f"variable {config.api_key_env!r}; it is unset or empty")
-            client = openai.OpenAI(base_url=config.base_url or None, api_key=key,
-                                   timeout=config.timeout_s, max_retries=config.max_retries)
-        self.client = client
+        self.config, self.forbidden = config, forbidden or set()
+        self.client = ChatClient(config.model, config.base_url, config.api_key_env,
+                                 timeout_s=config.timeout_s, max_retries=config.max_retries,
+                                 error=UnseenUserError,
+                                 label=f"unseen user {config.name!r} (openai)", client=client)
         self.seed: int | None = None
 
     def reseed(self, seed: int) -> None:
@@ -239,23 +232,14 @@ class OpenAIUser:
             return list(pool.map(self._one, batch))
 
     def _one(self, view: Messages) -> str:
-        c, errors = self.config, self._errors
-        seeded = {} if self.seed is None else {"seed": self.seed}
-        try:
-            response = self.client.chat.completions.create(
-                model=c.model, messages=api_messages(view), max_tokens=c.max_new_tokens,
-                temperature=c.temperature, top_p=c.top_p, **seeded)
-        except (errors.BadRequestError, errors.UnprocessableEntityError):
-            return ""
-        except errors.APIError as exc:  # auth, unknown model, rate limit after retries, network
-            raise UnseenUserError(f"unseen user {c.name!r} at {c.base_url or 'api.openai.com'} "
-                                  f"failed: {type(exc).__name__}: {exc}") from exc
-        served = (getattr(response, "model", "") or "").strip().lower()
-        if served in self.forbidden:
-            raise ValueError(f"unseen user {c.name!r}: the endpoint answered as {served!r}, the "
-                             "training simulator; it cannot be an unseen user")
-        choices = response.choices or []
-        return (choices[0].message.content or "") if choices else ""
+        c = self.config
+        reply = self.client.complete(api_messages(view), max_tokens=c.max_new_tokens,
+                                     temperature=c.temperature, top_p=c.top_p, seed=self.seed)
+        if reply.model.lower() in self.forbidden:
+            raise ValueError(f"unseen user {c.name!r}: the endpoint answered as "
+                             f"{reply.model.lower()!r}, the training simulator; it cannot be an "
+                             "unseen user")
+        return reply.text
 
 
 # ----------------------------------------------------------------------------- hf

@@ -1,6 +1,6 @@
 """User-simulator metrics of UserLM (Naous et al., "Flipping the Dialogue: Training and Evaluating
 User Language Models", arXiv 2510.06552): first-turn diversity, intent decomposition, termination
-F1 and role adherence, computed offline as defined in METRICS.md.
+F1 and role adherence, computed offline as defined in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def intent_decomposition(intent: str, turn: str) -> float:
     Returns:
         Share in [0, 1]; lower is more human.
 
-    Source: UserLM (arXiv 2510.06552), intent decomposition, as defined in METRICS.md.
+    Source: UserLM (arXiv 2510.06552), intent decomposition, as defined in docs/metrics.md.
 
     >>> intent_decomposition("book a cheap flight to Paris", "need a flight to paris asap")
     0.5

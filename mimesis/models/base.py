@@ -127,7 +127,7 @@ def load_pretrained(model_dir: Path, dtype: str = "float32", device_map: str | N
 
     The tokenizer gets the ChatML training template unless its own template already has
     ``{% generation %}`` markers; the model is in eval mode. ``torch.set_flush_denormal(True)``
-    is set process-wide (halves CPU decode time, STACK.md).
+    is set process-wide (halves CPU decode time, docs/stack.md).
 
     Args:
         model_dir: HF folder (``config.json``, weights, tokenizer files).

@@ -6,7 +6,7 @@ TRL's ``assistant_only_loss`` asks the tokenizer for an assistant-token mask
 ChatML without them; :func:`chatml_template` renders the same text, with the markers around every
 assistant message's content *and* its ``<|im_end|>`` (so the model is trained to stop), and is
 append-only: earlier messages, ``<think>`` blocks included, render the same whatever follows
-(PITFALLS 8).
+(docs/pitfalls.md #8).
 """
 
 from __future__ import annotations

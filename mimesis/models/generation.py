@@ -12,12 +12,15 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 @dataclass
 class GenerationConfig:
-    """Sampling settings. ``temperature`` 0 means greedy decoding."""
+    """Sampling settings. ``temperature`` 0 means greedy decoding.
+
+    Not :class:`~mimesis.rl.sampling.SamplingParams`: text-only ``generate()`` (no log-probs, no
+    KV-cache reuse) that cuts each prompt to ``max_prompt_tokens``."""
 
     max_new_tokens: int = 96
     temperature: float = 0.8

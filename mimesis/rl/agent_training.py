@@ -18,14 +18,17 @@ from typing import Any
 import torch
 
 from mimesis.rl.frozen_user import FrozenGuard, FrozenUser
-from mimesis.rl.grpo import HISTORY, make_episode_rollout_func
+from mimesis.rl.grpo import HISTORY, make_rollout_func
 from mimesis.rl.records import RolloutParams
 from mimesis.rl.scenarios import ScenarioStream, scenario_specs
 
 
 @dataclass(frozen=True)
 class UserSamplingParams:
-    """How the frozen simulator samples its turns (reasoning + utterance)."""
+    """How the frozen simulator samples its turns (reasoning + utterance).
+
+    Kept apart from :class:`~mimesis.rl.sampling.SamplingParams`: these are the params.yaml
+    ``user`` keys only (the sampler's cache settings are not a user's choice)."""
 
     temperature: float = 0.8
     top_p: float = 0.95
@@ -154,9 +157,9 @@ def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenU
     rollout = rollout_params(p)
     stream = ScenarioStream(p)
     ds = p.dynamic_sampling
-    func = make_episode_rollout_func(simulator or user.simulator, rollout, progress=True,
-                                     fresh=stream.fresh if ds.enabled else None,
-                                     max_rounds=ds.max_rounds if ds.enabled else 0)
+    func = make_rollout_func(simulator or user.simulator, rollout, progress=True,
+                             fresh=stream.fresh if ds.enabled else None,
+                             max_rounds=ds.max_rounds if ds.enabled else 0)
     model.train()
     with warnings.catch_warnings():  # known: TRL marks rollout_func experimental
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
@@ -242,7 +245,7 @@ def load_start_policy(stage_dir: Path | None, user: FrozenUser, p):
     if stage_dir is None:
         model, tokenizer = load_base(p.base_model, dtype=p.dtype)
         return model, tokenizer, {"name": "base", "base_model": p.base_model,
-                                  "peft_config": lora_config(p.lora)}
+                                  "peft_config": p.lora.peft_config()}
     from peft import PeftModel
 
     meta = json.loads((Path(stage_dir) / "meta.json").read_text())
@@ -260,14 +263,6 @@ def load_start_policy(stage_dir: Path | None, user: FrozenUser, p):
     model = PeftModel.from_pretrained(base, str(model_dir), is_trainable=True)
     return model, tokenizer, {"name": meta.get("stage", Path(stage_dir).name),
                               "base_model": meta["base_model"], "peft_config": None}
-
-
-def lora_config(lora):
-    """peft ``LoraConfig`` from :class:`~mimesis.stages.train_user.LoraParams`."""
-    from peft import LoraConfig
-
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                      target_modules=list(lora.target_modules), task_type="CAUSAL_LM")
 
 
 def adapter_sha256(model_dir: Path) -> dict[str, str]:

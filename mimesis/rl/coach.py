@@ -27,10 +27,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mimesis.schemas import Messages
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import load_prompt
 
-Messages = list[dict[str, str]]
 GenerateFn = Callable[[list[Messages]], list[str]]
 NoteStatus = Literal["kept", "none", "empty", "leak"]
 PrivateView = Literal["reasoning", "reasoning_and_goal"]

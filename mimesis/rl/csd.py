@@ -10,7 +10,7 @@ For the agent's own sampled tokens ``y`` of a coached turn (never regenerated):
 The student is the policy on the episode as it was played; the teacher is a stop-gradient copy
 of the *same* current policy with the coach's note inserted before the turn as its own ``user``
 message (:func:`teacher_sequence`, rendered with the tokenizer's chat template — never
-hand-written ChatML, PITFALLS 10). The idea of a teacher that is the policy itself under a
+hand-written ChatML, docs/pitfalls.md #10). The idea of a teacher that is the policy itself under a
 privileged context comes from TRL's ``trl.experimental.sdpo`` (``_compute_teacher_student_logits``:
 teacher = prompt + privileged context + the same completion, scored under ``no_grad``); its
 single-turn layout (the completion as a suffix) and its KL losses do not fit notes interleaved
@@ -19,7 +19,7 @@ Where ``Δ > 0`` the note made the sampled token more likely — the coach "agre
 the gate ``g > 1/2`` weights its log-likelihood up.
 
 A placebo note (``mimesis/prompts/coach_placebo.md``, content-free) at the same turns is the
-control: ``Δ_real − Δ_placebo > 0`` means the notes carry information (METRICS.md).
+control: ``Δ_real − Δ_placebo > 0`` means the notes carry information (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ import torch
 
 from mimesis.rl.grpo import TurnCreditGRPOTrainer, log_to_mlflow
 from mimesis.rl.tokens import TemplateDriftError, encode, render
-
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ def teacher_sequence(tokenizer, episode: Any, notes: dict[int, str]) -> TeacherS
     exactly the tokens the student sampled. The sequence ends after the last noted turn.
 
     Raises:
-        TemplateDriftError: the template re-renders earlier turns differently (PITFALLS 8).
+        TemplateDriftError: the template re-renders earlier turns differently (docs/pitfalls.md #8).
         ValueError: no notes, or a note for a turn the episode does not have.
     """
     by_turn: dict[int, list[int]] = {}

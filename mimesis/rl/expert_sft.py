@@ -171,7 +171,6 @@ def build_trainer(model, tokenizer, episodes: list[Episode], p, ckpt_dir: Path,
     from datasets import Dataset
     from trl import SFTConfig
 
-    from mimesis.rl.agent_training import lora_config
     from mimesis.train.sft import PlainLossSFTTrainer
 
     args = SFTConfig(
@@ -189,7 +188,7 @@ def build_trainer(model, tokenizer, episodes: list[Episode], p, ckpt_dir: Path,
     model.train()
     return PlainLossSFTTrainer(model=model, args=args,
                                train_dataset=Dataset.from_list(sft_rows(episodes)),
-                               processing_class=tokenizer, peft_config=lora_config(p.lora),
+                               processing_class=tokenizer, peft_config=p.lora.peft_config(),
                                callbacks=callbacks)
 
 

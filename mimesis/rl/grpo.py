@@ -2,12 +2,12 @@
 
 What TRL 1.16 does for us (``trl/trainer/grpo_trainer.py``): rollouts through ``rollout_func``,
 the ``env_mask`` → ``tool_mask`` loss mask (injected user/tool/env tokens never enter the loss,
-PITFALLS 7), the clipped surrogate with asymmetric clip (``epsilon`` = 0.2 low, ``epsilon_high``
-= 0.28 high: DAPO's clip-higher), token-level normalisation over the whole generation batch
-(``loss_type="dapo"``) and no KL term (``beta=0``). What it cannot express is turn-level credit:
-its advantage is one number per completion. Its ``_compute_loss`` does accept ``(B, T)``
-advantages from subclasses ("To support subclasses that provide advantages with shape (B, T)"),
-so :class:`TurnCreditGRPOTrainer` only replaces the advantages, nothing else of the loss. (The
+docs/pitfalls.md #7), the clipped surrogate with asymmetric clip (``epsilon`` = 0.2 low,
+``epsilon_high`` = 0.28 high: DAPO's clip-higher), token-level normalisation over the whole
+generation batch (``loss_type="dapo"``) and no KL term (``beta=0``). What it cannot express is
+turn-level credit: its advantage is one number per completion. Its ``_compute_loss`` does accept
+``(B, T)`` advantages from subclasses ("To support subclasses that provide advantages with shape (B,
+T)"), so :class:`TurnCreditGRPOTrainer` only replaces the advantages, nothing else of the loss. (The
 clip acts on π_θ/π_old: with one optimisation pass per rollout, ``iterations: 1`` on CPU, the ratio
 is 1 where the gradient is taken and the clip never binds — as in TRL; ``iterations > 1`` makes it
 bind.)
@@ -179,12 +179,18 @@ def refill_flat_groups(play: Callable[[list], list[Episode]], episodes: Sequence
     return [e.model_copy(update={"index": i}) for i, e in enumerate(ordered)], stats
 
 
-def make_episode_rollout_func(simulator: UserSimulator, params: RolloutParams,
-                              cache_entries: int = 64, progress: bool = False,
-                              fresh: Callable[[str], ScenarioSpec] | None = None,
-                              max_rounds: int = 0) -> RolloutFunc:
-    """TRL ``rollout_func`` (as :func:`mimesis.rl.trl_rollout.make_rollout_func`) that also returns
-    each :class:`~mimesis.rl.records.Episode` under the extra key ``episode``.
+def make_rollout_func(simulator: UserSimulator, params: RolloutParams, cache_entries: int = 64,
+                      progress: bool = False, fresh: Callable[[str], ScenarioSpec] | None = None,
+                      max_rounds: int = 0) -> RolloutFunc:
+    """The TRL ``rollout_func``: plays each prompt's scenario with the trainer's policy and returns
+    :func:`~mimesis.rl.trl_rollout.to_trl`'s dict plus each
+    :class:`~mimesis.rl.records.Episode` under the extra key ``episode``.
+
+    Per call, the policy is ``trainer.model`` (unwrapped, switched to eval mode for the rollout
+    and back), sampled at ``trainer.args.temperature``/``top_p`` by a fresh
+    :class:`~mimesis.rl.sampling.TokenSampler` (a fresh KV cache: weights change every step).
+    ``params.group_size`` is ignored: G is the trainer's ``num_generations`` (or
+    ``num_generations_eval``).
 
     The trainers here need more than token lists: per-env rewards for the curves, and, for CSD,
     the turns with the simulator's private reasoning. The episode travels as an extra field, so
@@ -222,7 +228,7 @@ class TurnCreditGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` with per-turn discounted advantages and per-environment reward records.
 
     Needs a ``rollout_func`` whose output has the extras ``env_reward``, ``group_id`` and
-    ``turn_ids`` (:func:`make_episode_rollout_func`). Everything else is TRL's.
+    ``turn_ids`` (:func:`make_rollout_func`). Everything else is TRL's.
 
     Args:
         gamma: Per-turn discount γ (paper: 0.8).

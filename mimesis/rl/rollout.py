@@ -12,8 +12,8 @@ call for all live episodes waiting on the agent and ONE simulator call
 (``UserSimulator.next_messages``) for all waiting on the user — never one episode at a time.
 ``max_concurrent=1`` is the sequential baseline: the same code, batch 1.
 
-Token budget (PITFALLS 9): :func:`enforce_token_budget` is the one place that ends an episode
-for length, called after every addition to the completion, whatever the batch size.
+Token budget (docs/pitfalls.md #9): :func:`enforce_token_budget` is the one place that ends an
+episode for length, called after every addition to the completion, whatever the batch size.
 
 Turn budget: every observation the agent reads ends with :func:`turns_left_note` (messages left;
 on the last, that it must answer now).
@@ -48,7 +48,8 @@ from mimesis.rl.records import (
     TurnRecord,
 )
 from mimesis.rl.sampling import Sample, TokenGenerateFn
-from mimesis.rl.tokens import Messages, TemplateDriftError, Transcript, encode, render
+from mimesis.rl.tokens import TemplateDriftError, Transcript, encode, render
+from mimesis.schemas import Messages
 from mimesis.simulator.runtime import UserSimulator, UserState
 
 Job = tuple[ScenarioSpec, int]  # (scenario, group id)

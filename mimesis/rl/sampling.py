@@ -2,8 +2,8 @@
 
 The rollout engine needs what ``ChatGenerator`` does not give: the sampled token ids themselves
 and their log-probabilities, and per-row limits on new tokens. Multi-turn rollouts also re-send
-each episode's whole history every turn, so on CPU prefill dominates (STACK.md: "reuse the KV
-cache across turns of an episode"). :class:`TokenSampler` keeps the keys/values of recent
+each episode's whole history every turn, so on CPU prefill dominates (docs/stack.md: reuse the
+KV cache across turns of an episode). :class:`TokenSampler` keeps the keys/values of recent
 sequences (:class:`~mimesis.rl.prefix_cache.PrefixCache`) and, for every prompt of a batch,
 prefills only the tokens after the longest cached prefix; prefixes that several prompts of one
 call share (the G copies of an opening prompt, a common system prompt) are prefilled once first.
@@ -49,7 +49,8 @@ import torch
 from mimesis.rl.attention import fast_linears, gqa_attention
 from mimesis.rl.kv import left_padded_cache, row_view, set_length
 from mimesis.rl.prefix_cache import PrefixCache
-from mimesis.rl.tokens import Messages, encode, render
+from mimesis.rl.tokens import encode, render
+from mimesis.schemas import Messages
 
 SHARING_ROUNDS = 4  # levels of the prompts' prefix tree prefilled once per call
 # Fixed cost of one forward, in tokens of compute (weights are read once per forward: ~50 ms
@@ -75,6 +76,9 @@ class TokenGenerateFn(Protocol):
 @dataclass(frozen=True)
 class SamplingParams:
     """Sampling settings of a :class:`TokenSampler`.
+
+    Not :class:`~mimesis.models.generation.GenerationConfig`: token-level sampling with log-probs
+    and KV-cache reuse has cache settings and no prompt cut.
 
     Attributes:
         temperature: Softmax temperature; 0 = greedy.

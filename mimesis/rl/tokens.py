@@ -11,10 +11,11 @@ messages::
 
 ``e_k`` is the *text difference* between two renderings of the conversation with the tokenizer's
 own template — after appending the message and before it — and is then tokenised on its own
-(PITFALLS 10: no hand-written ChatML). That is only correct when rendering is append-only: every
-earlier part of the conversation renders the same once more messages follow. Templates that drop
-earlier ``<think>`` blocks (Qwen3-style) or otherwise rewrite history break this (PITFALLS 8), so
-each step asserts it and raises :class:`TemplateDriftError` instead of producing shifted tokens.
+(docs/pitfalls.md #10: no hand-written ChatML). That is only correct when rendering is append-only:
+every earlier part of the conversation renders the same once more messages follow. Templates that
+drop earlier ``<think>`` blocks (Qwen3-style) or otherwise rewrite history break this
+(docs/pitfalls.md #8), so each step asserts it and raises :class:`TemplateDriftError` instead of
+producing shifted tokens.
 
 Turn indices: the tokens of ``a_k`` and ``e_k`` carry index ``k`` (agent turn ``k`` and the
 observation it caused: one environment transition), for per-turn credit assignment.
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-Messages = list[dict[str, str]]
+from mimesis.schemas import Messages
 
 
 class TemplateDriftError(RuntimeError):
@@ -50,7 +51,7 @@ def _drift(where: str, expected: str, got: str) -> TemplateDriftError:
         f"chat template is not append-only ({where}): earlier text renders differently at char "
         f"{at}: expected {expected[at:at + 60]!r}, rendered {got[at:at + 60]!r}. Templates that "
         "drop earlier <think> blocks or rewrite history cannot be tokenised turn by turn "
-        "(PITFALLS 8); use an append-only template such as "
+        "(docs/pitfalls.md #8); use an append-only template such as "
         "mimesis.models.chat_template.chatml_template().")
 
 
@@ -127,7 +128,7 @@ class Transcript:
 
         Raises:
             TemplateDriftError: the template does not render the earlier conversation as it was
-                tokenised (PITFALLS 8).
+                tokenised (docs/pitfalls.md #8).
         """
         before = render(self.tokenizer, self.messages, add_generation_prompt=False)
         if not before.startswith(self.text):

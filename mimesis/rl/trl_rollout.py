@@ -1,4 +1,7 @@
-"""The rollout engine behind TRL 1.16's ``GRPOTrainer(rollout_func=...)``.
+"""What TRL 1.16's ``GRPOTrainer(rollout_func=...)`` takes from the rollout engine.
+
+The one ``rollout_func`` factory is :func:`mimesis.rl.grpo.make_rollout_func`; here are the
+pieces it is built from that need no TRL import (output dict, grouping, dataset, reward).
 
 What TRL 1.16 expects (``trl/trainer/grpo_trainer.py``: ``RolloutFunc``, ``_generate``,
 ``_generate_and_score_completions``, ``_get_train_sampler``):
@@ -29,10 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
-from mimesis.rl.rollout import RolloutEngine
-from mimesis.rl.sampling import SamplingParams, TokenSampler
-from mimesis.simulator.runtime import UserSimulator
+from mimesis.rl.records import Episode, ScenarioSpec
 
 RolloutFunc = Callable[[list[str], Any], dict[str, list]]
 TRL_KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")
@@ -43,7 +43,8 @@ def env_reward(completions: list, env_reward: list[float], **kwargs: Any) -> lis
 
     Args:
         completions: Ignored (the env scored the whole episode).
-        env_reward: The ``env_reward`` extra field of :func:`make_rollout_func`'s output.
+        env_reward: The ``env_reward`` extra field of the ``rollout_func`` output
+            (:func:`mimesis.rl.grpo.make_rollout_func`).
 
     Examples:
         >>> env_reward(["…", "…"], env_reward=[1.0, 0.0])
@@ -95,40 +96,3 @@ def to_trl(episodes: Sequence[Episode]) -> dict[str, list]:
         "group_id": [e.group_id for e in episodes],
         "num_turns": [len(e.turns) for e in episodes],
     }
-
-
-def make_rollout_func(simulator: UserSimulator, params: RolloutParams | None = None,
-                      cache_entries: int = 64, progress: bool = False) -> RolloutFunc:
-    """A TRL ``rollout_func`` that plays each prompt's scenario with the trainer's policy.
-
-    Per call, the policy is ``trainer.model`` (unwrapped, switched to eval mode for the rollout
-    and back), sampled at ``trainer.args.temperature``/``top_p`` by a fresh
-    :class:`~mimesis.rl.sampling.TokenSampler` (a fresh KV cache: weights change every step).
-    ``params.group_size`` is ignored: G is the trainer's ``num_generations`` (or
-    ``num_generations_eval``).
-
-    Args:
-        simulator: The frozen user simulator (its own model and ``generate_fn``).
-        params: Engine settings (``max_concurrent``, turn and token limits, …).
-        cache_entries: KV prefix-cache size of the policy sampler.
-        progress: tqdm bar per call.
-    """
-    params = params or RolloutParams()
-
-    def rollout_func(prompts: list[str], trainer) -> dict[str, list]:
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        training = model.training
-        group_size = trainer.num_generations if training else trainer.num_generations_eval
-        sampling = SamplingParams(temperature=trainer.args.temperature,
-                                  top_p=trainer.args.top_p, max_new_tokens=params.max_new_tokens,
-                                  batch_size=params.max_concurrent, cache_entries=cache_entries)
-        sampler = TokenSampler(model, trainer.processing_class, sampling)
-        engine = RolloutEngine(sampler, trainer.processing_class, simulator, params, progress)
-        model.eval()
-        try:
-            episodes = engine.play(group_jobs(prompts, group_size))
-        finally:
-            model.train(training)
-        return to_trl(episodes)
-
-    return rollout_func

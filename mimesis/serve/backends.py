@@ -7,8 +7,8 @@
 * :class:`FunctionBackend` — any ``generate_fn(batch) -> texts`` (scripted fakes in tests, an
   OpenAI-compatible client wrapper).
 
-Every backend renders prompts with the tokenizer's own chat template (PITFALLS 10). Views reach
-them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
+Every backend renders prompts with the tokenizer's own chat template (docs/pitfalls.md #10). Views
+reach them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
 dropped, system prompt and last agent turn kept), so the engines' own left cut never removes the
 hidden goal. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
 """
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from mimesis.simulator.runtime import GenerateFn, Messages
+from mimesis.schemas import Messages
+from mimesis.simulator.runtime import GenerateFn
 
 VLLM_MISSING = ("the vllm backend needs vLLM and a CUDA GPU: pip install 'mimesis-usersim[gpu]' "
                 "(vllm==0.31.0), or serve with --backend transformers")
@@ -35,6 +36,8 @@ class BackendUnavailableError(RuntimeError):
 @dataclass(frozen=True)
 class Sampling:
     """Sampling settings of one request (hashable: requests are batched per setting).
+
+    Not a params class: the OpenAI request's own fields (``max_tokens``, ``seed``), per request.
 
     Attributes:
         max_tokens: Most new tokens of the raw generation (reasoning + utterance), ≥ 1.

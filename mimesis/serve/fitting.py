@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mimesis.simulator.runtime import Messages
+from mimesis.schemas import Messages
 
 
 class PromptTooLongError(ValueError):

@@ -10,10 +10,10 @@ alike; only the system prompt differs.
 
 from __future__ import annotations
 
-from mimesis.schemas import Scenario, Turn
+from mimesis.schemas import Messages, Scenario, Turn
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
-from mimesis.simulator.runtime import GenerateFn, Messages, UserSimulator, UserState, build_view
+from mimesis.simulator.runtime import GenerateFn, UserSimulator, UserState, build_view
 
 PROMPTED_USER_TEMPLATE = "prompted_user"
 

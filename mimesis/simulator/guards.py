@@ -1,4 +1,4 @@
-"""Run-time guards of the user simulator: pure checks on one utterance (PITFALLS 2, 4, 5, 6).
+"""Run-time guards of the user simulator: pure checks on one utterance (docs/pitfalls.md #2, #4-#6).
 
 * :func:`is_assistant_like` — the role-adherence rule (UserLM, arXiv 2510.06552, "role
   adherence"; our offline rule estimator): the simulated user talks like the assistant.

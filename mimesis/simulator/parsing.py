@@ -10,7 +10,7 @@ may see. Everything that looks like the simulator thinking to itself goes to
   reasoning); a stray closing tag whose opening tag was in a prefill;
 * a JSON object with a reasoning key (``{"reasoning": …, "message": …}``);
 * whatever follows an end-of-conversation token (the model explaining why it stopped);
-* untagged prose that base instruct models write instead (PITFALLS 3): a turn that *starts*
+* untagged prose that base instruct models write instead (docs/pitfalls.md #3): a turn that *starts*
   with a reasoning header or heading ("Thinking Process:", "Plan:", "Analysis:",
   "### Reasoning", "**Reasoning**"), a label ("(thinking) …"), "Let me think…" or role-play talk
   ("Okay, the user wants…") keeps everything but its last block private; a final-message marker

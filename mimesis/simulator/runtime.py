@@ -17,7 +17,7 @@ training (:func:`~mimesis.simulator.roles.flip_roles`): system prompt, its own t
 ``user``. The agent only ever receives the parsed utterance (:mod:`~mimesis.simulator.parsing`);
 the reasoning stays in ``UserState.private``.
 
-Episode rules (PITFALLS 1, 2, 4, 5, 6), applied to each generated turn in this order:
+Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated turn in this order:
 
 1. only an end signal → the episode ends (``end_signal``).
 2. an utterance *and* an end signal → the utterance is sent and the end is deferred (flag
@@ -46,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
+from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn, TurnLabel
 from mimesis.simulator.guards import (
     GuardParams,
     goal_overlap,
@@ -58,7 +58,6 @@ from mimesis.simulator.parsing import ParsedTurn, parse_turn
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.roles import flip_roles
 
-Messages = list[dict[str, str]]
 GenerateFn = Callable[[list[Messages]], list[str]]
 EndReason = Literal["end_signal", "max_turns", "restart", "pleasantries_loop", "empty_turn"]
 # What the simulator reads when the agent sent nothing (e.g. a policy that only "thought").

@@ -9,7 +9,7 @@ episode, because its 135M simulator lets no expert succeed) are kept, the others
 reason (:mod:`mimesis.rl.expert_sft`). The agent's base model is then fine-tuned on them (TRL
 ``SFTTrainer``, LoRA), the loss on the agent's tokens only (``env_mask``, the mask RL trains).
 Without this warm-up a small agent never emits a tagged action and every GRPO reward is 0
-(PITFALLS 11).
+(docs/pitfalls.md #11).
 
 Writes to ``<out_dir>``: ``model/`` (LoRA adapter + tokenizer; ``train_agent`` and
 ``distill_agent`` start from it), ``meta.json`` (the keys of ``train_agent``'s, plus trace

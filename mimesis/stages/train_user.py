@@ -53,6 +53,13 @@ class LoraParams:
         if not self.target_modules:
             raise ValueError("lora.target_modules is empty")
 
+    def peft_config(self):
+        """The peft ``LoraConfig`` of these settings (causal LM); the one place one is built."""
+        from peft import LoraConfig  # lazy: full fine-tuning needs no peft
+
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+
 
 @dataclass(frozen=True)
 class TrainUserParams:

@@ -41,13 +41,12 @@ from typing import Any
 
 from mimesis.envs.base import UserEnv
 from mimesis.eval.fact_probes import FACT_BUILDERS
-from mimesis.schemas import Reject
+from mimesis.schemas import Messages, Reject
 from mimesis.simulator.format import format_target
 from mimesis.simulator.prompts import render_system_prompt
 
 TRAIN_ENVS = tuple(FACT_BUILDERS)  # the training envs: those the fact-reveal check probes
 Exchange = tuple[str, str, str]  # (agent message, user's private reasoning, user's reply)
-Messages = list[dict[str, str]]
 
 
 @dataclass(frozen=True)

@@ -140,14 +140,7 @@ def sft_config(params, ckpt_dir: Path, n_train: int) -> SFTConfig:
 def build_trainer(model, tokenizer, train_ds, eval_ds, params, ckpt_dir: Path,
                   callbacks: list) -> SFTTrainer:
     """SFT trainer (LoRA via peft unless ``params.finetune == "full"``)."""
-    peft_config = None
-    if params.finetune == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=params.lora.r, lora_alpha=params.lora.alpha,
-                                 lora_dropout=params.lora.dropout,
-                                 target_modules=list(params.lora.target_modules),
-                                 task_type="CAUSAL_LM")
+    peft_config = params.lora.peft_config() if params.finetune == "lora" else None
     cls = PlainLossSFTTrainer if params.loss == "plain" else SFTTrainer
     model.train()
     return cls(model=model, args=sft_config(params, ckpt_dir, len(train_ds)),

@@ -17,10 +17,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mimesis.schemas import LabeledConversation, Reject
+from mimesis.schemas import LabeledConversation, Messages, Reject
 from mimesis.simulator.roles import flip_roles
 
-Messages = list[dict[str, str]]
 _MIN_AGENT_CHARS = 120
 _MIN_USER_CHARS = 200
 
