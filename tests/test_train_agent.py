@@ -207,7 +207,9 @@ def test_params_yaml_sections_build(profile):
             "max_completion_tokens", "learning_rate", "scenario_seed", "seed", "envs",
             "dynamic_sampling", "user", "temperature", "micro_batch")
     assert {k: getattr(distill, k) for k in same} == {k: getattr(train, k) for k in same}
-    assert [a["name"] for a in train.arms] == ["grpo", "grpo-prompted"]
+    arms = ["grpo"] if profile == "cpu-long" else ["grpo", "grpo-prompted"]  # one long arm
+    assert [a["name"] for a in train.arms] == arms
+    assert distill.enabled == (profile != "cpu-long")
     if profile == "smoke":
         assert train.base_model == "tiny-llama"
     assert replace(train, steps=1).steps == 1
@@ -238,3 +240,23 @@ def test_agent_evaluation_params_refuse_unknown_environments():
     assert AgentEvalParams(envs=["SearchGym", "TauGym"]).envs == ("SearchGym", "TauGym")
     with pytest.raises(ValueError, match="TelepathyGymm"):
         AgentEvalParams(envs=["TelepathyGymm"])
+
+
+def test_disabled_distill_agent_trains_nothing_and_evaluation_skips_csd(tmp_path):
+    from mimesis.eval.agent_run import AgentEvaluateParams, agent_sources
+    from mimesis.stages.distill_agent import run
+
+    out = tmp_path / "distill_agent"
+    (out / "model").mkdir(parents=True)  # a stale arm of an earlier run must not survive
+    run(tmp_path / "no_simulator_needed", None, out, DistillAgentParams(enabled=False))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["enabled"] is False and not (out / "model").exists()
+    p = AgentEvaluateParams(train_agent_arms=["grpo"], csd=False,
+                            comparisons=[["sft", "base"], ["grpo", "sft"]])
+    assert p.agent_names() == ["base", "sft", "grpo"]
+    with pytest.raises(ValueError, match="comparison"):
+        AgentEvaluateParams(train_agent_arms=["grpo"], csd=False, comparisons=[["csd", "grpo"]])
+    for arm in ("sft", "grpo"):
+        (tmp_path / arm).mkdir(exist_ok=True)
+    with pytest.raises(FileNotFoundError, match="'sft'"):  # csd is not looked for at all
+        agent_sources(tmp_path, out, tmp_path / "sft", p)

@@ -68,6 +68,8 @@ class AgentEvaluateParams(AgentEvalParams):
         user: Sampling of the frozen training simulator.
         unseen_users: Entries of :class:`~mimesis.eval.unseen_users.UnseenUserConfig`.
         train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
+        csd: Evaluate ``<distill_agent>`` as the ``csd`` agent (a profile without that stage's
+            arm sets it false).
         comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
     """
 
@@ -76,6 +78,7 @@ class AgentEvaluateParams(AgentEvalParams):
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
     unseen_users: list[dict[str, Any]] = field(default_factory=_default_unseen)
     train_agent_arms: list[str] = field(default_factory=lambda: ["grpo-prompted", "grpo"])
+    csd: bool = True  # evaluate the distill_agent arm (false where a profile disables that stage)
     comparisons: list[list[str]] = field(default_factory=_default_comparisons)
 
     def __post_init__(self) -> None:
@@ -89,8 +92,9 @@ class AgentEvaluateParams(AgentEvalParams):
                                  f"{names}")
 
     def agent_names(self) -> list[str]:
-        """The agents, in evaluation order: base, sft, the train_agent arms, csd."""
-        return [BASE_AGENT, "sft", *self.train_agent_arms, "csd"]
+        """The agents, in evaluation order: base, sft, the train_agent arms, csd (when
+        ``csd``)."""
+        return [BASE_AGENT, "sft", *self.train_agent_arms, *(["csd"] if self.csd else [])]
 
     def core(self) -> AgentEvalParams:
         """The :class:`AgentEvalParams` part (what :func:`evaluate_agents` takes)."""

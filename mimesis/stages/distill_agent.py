@@ -62,6 +62,7 @@ class DistillAgentParams(AgentRLParams):
     """Parameters of ``distill_agent`` (params.yaml section ``distill_agent``); the RL fields are
     documented on :class:`~mimesis.rl.agent_training.AgentRLParams`."""
 
+    enabled: bool = True  # false: no csd arm (meta.json says so; evaluate_agents agents.csd false)
     base_model: str = "smollm2-135m"  # without an SFT start: smollm2-135m | tiny-llama | folder
     lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # no SFT start
     csd: CSDParams = field(default_factory=CSDParams)
@@ -91,6 +92,13 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
+    if not params.enabled:  # a profile without the csd arm (cpu-long): say so, train nothing
+        report.clear_outputs(out_dir, _OUTPUTS)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "meta.json").write_text(json.dumps(
+            {"stage": STAGE, "enabled": False, "params": dataclasses.asdict(params)}, indent=2))
+        print(f"{STAGE}: disabled (distill_agent.enabled: false); no csd arm")
+        return out_dir
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
     start_meta: dict = {}
     if sft_agent_dir is not None:
