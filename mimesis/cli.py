@@ -203,6 +203,9 @@ def _active_profile(root: Path) -> str:
 DEFAULT_MODEL_NAME = "mimesis-user-simulator"
 SimulatorOpt = Annotated[Path, typer.Option(
     "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
+TrustFolderOpt = Annotated[bool, typer.Option(
+    "--trust-folder", help="Load a freeze_user folder that has no registry.json beside it, on "
+    "its own meta.json alone (logs a warning).")]
 
 
 def _o(help_text: str, **kwargs: object) -> typer.models.OptionInfo:
@@ -241,6 +244,7 @@ def serve(
     dtype: Annotated[str | None, _o("float32 (CPU default) / bfloat16.")] = None,
     tensor_parallel_size: Annotated[int, _o("vllm: GPUs per replica.")] = 1,
     gpu_memory_utilization: Annotated[float, _o("vllm: GPU memory share.")] = 0.85,
+    trust_folder: TrustFolderOpt = False,
 ) -> None:
     """Serve the frozen user simulator as an OpenAI-compatible chat-completions API
     (docs/serving_and_scaling.md)."""
@@ -266,7 +270,7 @@ def serve(
                   "gpu_memory_utilization": gpu_memory_utilization} if backend == "vllm" else {})
     try:
         engine = load_backend(backend, simulator, dtype=dtype, batch_size=max_batch,
-                              name=model_name, **vllm_opts)
+                              name=model_name, trust_folder=trust_folder, **vllm_opts)
     except (BackendUnavailableError, FrozenSimulatorError, ValueError, OSError) as err:
         console.print(f"[red]{err}[/red]")
         raise typer.Exit(2) from err
@@ -295,6 +299,7 @@ def chat(
     top_p: Annotated[float, _o("Nucleus mass.")] = 0.95,
     seed: Annotated[int | None, _o("Sampling seed.")] = None,
     save: Annotated[Path | None, _o("Write the episode state (JSON) here.")] = None,
+    trust_folder: TrustFolderOpt = False,
 ) -> None:
     """Play the agent against the frozen user simulator in the terminal (type /quit to stop)."""
     from mimesis.serve import chat as chat_mod
@@ -309,7 +314,8 @@ def chat(
         console.print(f"[red]{err}[/red]{hint}")
         raise typer.Exit(2) from err
     try:
-        generate = chat_mod.load_generate_fn(simulator, max_tokens, temperature, top_p, seed)
+        generate = chat_mod.load_generate_fn(simulator, max_tokens, temperature, top_p, seed,
+                                             trust_folder)
     except (FrozenSimulatorError, OSError) as err:
         console.print(f"[red]{err}[/red]")
         raise typer.Exit(2) from err

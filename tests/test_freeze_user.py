@@ -109,18 +109,18 @@ def test_one_flipped_byte_names_the_changed_file(frozen, tmp_path):
     data[len(data) // 2] ^= 0x01
     weights.write_bytes(bytes(data))
     with pytest.raises(FrozenSimulatorError, match="changed: .*model.safetensors"):
-        load_frozen(copy)
+        load_frozen(copy, trust_folder=True)  # a bare copy
 
 
 def test_missing_or_extra_files_are_refused(frozen, tmp_path):
     copy = _copy(frozen, tmp_path)
     (copy / "tokenizer.json").unlink()
     with pytest.raises(FrozenSimulatorError, match="missing: .*tokenizer.json"):
-        load_frozen(copy)
+        load_frozen(copy, trust_folder=True)  # a bare copy
     copy = _copy(frozen, tmp_path / "b")
     (copy / "extra.safetensors").write_bytes(b"\0")
     with pytest.raises(FrozenSimulatorError, match="unlisted .*extra.safetensors"):
-        load_frozen(copy)
+        load_frozen(copy, trust_folder=True)  # a bare copy
 
 
 def test_registry_alias_resolves_to_the_version_and_loads_verified(frozen, tmp_path,
@@ -213,6 +213,13 @@ def test_a_rehashed_tampered_folder_is_refused_by_the_outside_record(frozen, tmp
     load_frozen(out_copy / "simulator")  # an untouched copy with its record loads
     _rehashed_tamper(out_copy / "simulator")
     with pytest.raises(FrozenSimulatorError, match="record outside the folder"):
+        load_frozen(out_copy / "simulator")
+    # deleting the record (and nulling the name it is looked up by) does not turn the check off
+    (out_copy / "registry.json").unlink()
+    meta = json.loads((out_copy / "simulator" / "meta.json").read_text())
+    (out_copy / "simulator" / "meta.json").write_text(json.dumps({**meta,
+                                                                  "registered_model": None}))
+    with pytest.raises(FrozenSimulatorError, match="registry.json missing"):
         load_frozen(out_copy / "simulator")
     # the registry download: a re-hashed tampered cache is replaced by a verified download
     load_frozen_from_registry(dst_dir=tmp_path / "dl")

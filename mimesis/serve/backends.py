@@ -225,7 +225,7 @@ class VLLMBackend(_TokenizerCounts):
 
 def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size: int = 16,
                  max_prompt_tokens: int = 768, name: str | None = None,
-                 **vllm_kwargs: Any) -> Backend:
+                 trust_folder: bool = False, **vllm_kwargs: Any) -> Backend:
     """The frozen simulator at ``sim_dir`` behind backend ``kind``, after its sha256 check.
 
     Args:
@@ -234,6 +234,8 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
         dtype: Weights dtype (default ``float32`` for transformers, ``bfloat16`` for vLLM).
         batch_size / max_prompt_tokens: Engine limits (``batch_size``: transformers only).
         name: Backend name (default: ``kind``).
+        trust_folder: Accept a ``freeze_user`` folder without ``registry.json`` beside it
+            (warns; see :mod:`mimesis.simulator.frozen`).
         vllm_kwargs: Extra :class:`VLLMBackend` arguments.
 
     Raises:
@@ -241,15 +243,16 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
         mimesis.simulator.frozen.FrozenSimulatorError: the folder fails verification.
         BackendUnavailableError: ``vllm`` requested but not installed.
     """
-    from mimesis.simulator.frozen import load_frozen, recorded_fingerprint, verify
+    from mimesis.simulator.frozen import check_frozen, load_frozen
 
     if kind == "transformers":
-        model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32")
+        model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32",
+                                          trust_folder=trust_folder)
         return TransformersBackend(model, tokenizer, name=name or kind, batch_size=batch_size,
                                    max_prompt_tokens=max_prompt_tokens)
     if kind == "vllm":
         import_vllm()  # fail with the install hint before hashing gigabytes of weights
-        verify(Path(sim_dir), recorded_fingerprint(Path(sim_dir)))
+        check_frozen(Path(sim_dir), trust_folder=trust_folder)
         return VLLMBackend(Path(sim_dir), dtype=dtype or "bfloat16",
                            max_prompt_tokens=max_prompt_tokens, name=name or kind, **vllm_kwargs)
     raise ValueError(f"unknown backend {kind!r}: use 'transformers' or 'vllm'")

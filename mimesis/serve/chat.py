@@ -54,12 +54,13 @@ def pick_scenario(scenarios_path: Path, conversation: str | None = None, index: 
 
 
 def load_generate_fn(sim_dir: Path, max_tokens: int, temperature: float, top_p: float,
-                     seed: int | None) -> GenerateFn:
-    """``generate_fn`` of the frozen simulator at ``sim_dir`` (hash-verified, transformers)."""
+                     seed: int | None, trust_folder: bool = False) -> GenerateFn:
+    """``generate_fn`` of the frozen simulator at ``sim_dir`` (hash-verified, transformers;
+    ``trust_folder``: see :func:`mimesis.simulator.frozen.recorded_fingerprint`)."""
     from mimesis.models.generation import ChatGenerator, GenerationConfig
     from mimesis.simulator.frozen import load_frozen
 
-    model, tokenizer, _ = load_frozen(Path(sim_dir))
+    model, tokenizer, _ = load_frozen(Path(sim_dir), trust_folder=trust_folder)
     generator = ChatGenerator(model, tokenizer, GenerationConfig(
         max_new_tokens=max_tokens, temperature=temperature, top_p=top_p, batch_size=1))
     steps = itertools.count()

@@ -6,14 +6,27 @@ against the simulator loads it through :func:`load_frozen`, which re-hashes the 
 refuses a changed, missing or extra file, so an environment can never silently run a different
 user model than the one evaluated.
 
-Outside record: ``meta.json`` is self-attested (edit a weight and re-hash it in the same folder,
-and the folder agrees with itself). ``freeze_user`` therefore also records the fingerprint of
-the file list (:func:`files_fingerprint`) outside the folder, as the tag
-:data:`FILES_TAG` of the MLflow model version (and in its description); ``registry.json`` next to
-the folder names that version. :func:`load_frozen` checks the folder against that record
-(:func:`recorded_fingerprint`) and :func:`load_frozen_from_registry` against the version it
-resolves. A folder without ``registry.json`` beside it (a copy, ``register: false``) has only
-its own ``meta.json`` to go by.
+Outside records: ``meta.json`` is self-attested (edit a weight and re-hash it in the same
+folder, and the folder agrees with itself). :func:`check_frozen` (called by :func:`load_frozen`)
+therefore checks the folder against what was recorded outside it, in this order:
+
+1. ``meta.json``: every file's sha256, no file missing or extra (:func:`verify`).
+2. The registry: ``freeze_user`` records the fingerprint of the file list
+   (:func:`files_fingerprint`) as the tag :data:`FILES_TAG` of the MLflow model version (and in
+   its description); ``registry.json`` next to the folder names that version and keeps a copy
+   of the fingerprint (:func:`recorded_fingerprint`). Where ``MLFLOW_TRACKING_URI`` does not
+   reach that registry (another machine, no server), the copy in ``registry.json`` is used,
+   with a warning: it sits next to the folder, so it is a weaker record.
+   ``registry.json`` is ``{}`` for ``register: false``. A folder whose ``meta.json`` says
+   ``freeze_user`` wrote it but that has no ``registry.json`` beside it is refused (deleting the
+   record must not turn the check off) unless the caller passes ``trust_folder=True``
+   (``--trust-folder`` on the command line), which logs a warning.
+3. ``dvc.lock``: when the working directory's ``dvc.lock`` has a ``freeze_user`` entry whose out
+   contains the folder, the out must hash to what dvc recorded
+   (:mod:`mimesis.simulator.dvc_record`). No ``dvc.lock``, or no entry yet (before the first
+   ``dvc commit``), or a folder outside the out: nothing to check.
+
+:func:`load_frozen_from_registry` checks a download against the version it resolves.
 
 Second guard: ``freeze_user`` makes the folder read-only (files 0444, folders 0555) after writing,
 so an accidental write fails loudly. It does not stop root or a deliberate ``chmod``; the hash
@@ -24,16 +37,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import stat
 from pathlib import Path
 
 from mimesis.io import sha256_file
+from mimesis.simulator.dvc_record import lock_entry, lock_mismatch
 
+log = logging.getLogger(__name__)
 META = "meta.json"
 REGISTRY = "registry.json"
 FILES_TAG = "mimesis.files_sha256"
+FREEZE_STAGE = "freeze_user"  # meta.json "stage" of folders that must have an outside record
 
 
 class FrozenSimulatorError(RuntimeError):
@@ -92,39 +109,138 @@ def _file_names(sim_dir: Path) -> list[str]:
             if p.is_file() and p.name != META]
 
 
-def recorded_fingerprint(sim_dir: Path) -> str | None:
-    """The file-list fingerprint recorded outside ``sim_dir``: the :data:`FILES_TAG` tag of the
-    MLflow model version that ``<sim_dir>/../registry.json`` names; ``None`` without a
-    ``registry.json`` or when it is empty (not registered).
+def recorded_fingerprint(sim_dir: Path, trust_folder: bool = False) -> str | None:
+    """The file-list fingerprint recorded outside ``sim_dir`` (step 2 of the module docstring):
+    the :data:`FILES_TAG` tag of the MLflow model version that ``<sim_dir>/../registry.json``
+    names, or, where ``MLFLOW_TRACKING_URI`` does not reach that registry, the copy
+    ``registry.json`` keeps (with a warning).
+
+    Args:
+        sim_dir: A frozen simulator folder.
+        trust_folder: Accept a ``freeze_user`` folder without ``registry.json`` (warns).
+
+    Returns:
+        The fingerprint; ``None`` when ``registry.json`` is ``{}`` (``register: false``), or is
+        missing beside a folder ``freeze_user`` did not write (or with ``trust_folder``).
 
     Raises:
-        FrozenSimulatorError: the version cannot be read or has no such tag.
+        FrozenSimulatorError: ``registry.json`` missing beside a ``freeze_user`` folder; ``{}``
+            while ``meta.json`` names a registered model; the registry holds the model but not
+            the version, or the version has no such tag; the registry is unreachable and
+            ``registry.json`` keeps no fingerprint.
     """
-    registry_path = Path(sim_dir).parent / REGISTRY
+    sim_dir = Path(sim_dir)
+    registry_path = sim_dir.parent / REGISTRY
+    meta = _read_meta(sim_dir)
     if not registry_path.is_file():
+        if meta.get("stage") != FREEZE_STAGE:
+            return None  # a hand-made folder: meta.json is all there is
+        if not trust_folder:
+            raise FrozenSimulatorError(
+                f"{registry_path} missing: {sim_dir} was written by {FREEZE_STAGE}, which "
+                f"records its file list outside the folder there, so without it nothing but "
+                f"the folder's own meta.json vouches for it. Restore it (dvc checkout "
+                f"{sim_dir.parent}, or re-run {FREEZE_STAGE}), load the registered version "
+                f"(load_frozen_from_registry), or, to trust the folder as it is, pass "
+                f"trust_folder=True (--trust-folder)")
+        log.warning("%s missing: trusting %s on its own meta.json (trust_folder)",
+                    registry_path, sim_dir)
         return None
     registry = json.loads(registry_path.read_text())
     if not registry:
+        if meta.get("registered_model"):
+            raise FrozenSimulatorError(
+                f"{registry_path} is empty but {sim_dir / META} names registered model "
+                f"{meta['registered_model']!r}: the record was removed; re-run {FREEZE_STAGE}")
         return None
+    tag = _registry_tag(registry, registry_path)
+    if tag is not None:
+        return tag
+    if not registry.get("files_sha256"):
+        raise FrozenSimulatorError(
+            f"the registry {registry_path} names is unreachable and {registry_path} keeps no "
+            f"fingerprint ({FREEZE_STAGE} before the copy existed): set MLFLOW_TRACKING_URI to "
+            f"that registry, or re-run {FREEZE_STAGE}")
+    return registry["files_sha256"]
+
+
+def _read_meta(sim_dir: Path) -> dict:
+    meta_path = sim_dir / META
+    return json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+
+
+def _registry_tag(registry: dict, registry_path: Path) -> str | None:
+    """:data:`FILES_TAG` of the version ``registry`` names; ``None`` (warned) when the tracking
+    URI does not reach a registry that holds the model (another machine, a server down)."""
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
+    name, version = registry.get("name"), registry.get("version")
+    if not name or version is None:
+        raise FrozenSimulatorError(f"{registry_path} names no model version: {registry}")
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    client = MlflowClient(tracking_uri=uri)
     try:
-        version = MlflowClient(tracking_uri=os.environ.get("MLFLOW_TRACKING_URI")) \
-            .get_model_version(registry["name"], str(registry["version"]))
-    except (MlflowException, KeyError) as err:
-        raise FrozenSimulatorError(f"cannot read the registry record {registry_path} names "
-                                   f"({err}); set MLFLOW_TRACKING_URI") from err
-    tag = version.tags.get(FILES_TAG)
+        record = client.get_model_version(name, str(version))
+    except (MlflowException, OSError) as err:
+        if _holds_model(client, name):  # the right registry, but the version is gone
+            raise FrozenSimulatorError(
+                f"the registry at {uri} holds {name} but not version {version}, which "
+                f"{registry_path} names ({err}): re-run {FREEZE_STAGE}") from err
+        log.warning("the registry at %s does not hold %s v%s (%s): checking against the "
+                    "fingerprint %s keeps, a record next to the folder and weaker than the "
+                    "registry's; set MLFLOW_TRACKING_URI to the registry freeze_user used",
+                    uri, name, version, str(err).splitlines()[0][:200], registry_path)
+        return None
+    tag = record.tags.get(FILES_TAG)
     if not tag:
-        raise FrozenSimulatorError(f"model version {registry['name']} v{registry['version']} "
-                                   f"has no {FILES_TAG} tag: re-run freeze_user")
+        raise FrozenSimulatorError(f"model version {name} v{version} has no {FILES_TAG} tag: "
+                                   f"re-run {FREEZE_STAGE}")
     return tag
 
 
+def _holds_model(client, name: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(name)
+    except (MlflowException, OSError):
+        return False
+    return True
+
+
+def check_frozen(sim_dir: Path, expected_fingerprint: str | None = None,
+                 trust_folder: bool = False, root: Path | None = None) -> dict:
+    """Every check of the module docstring, in its order; return the parsed ``meta.json``.
+
+    Args:
+        sim_dir: A frozen simulator folder.
+        expected_fingerprint: The record outside the folder when the caller has it (a registry
+            download); default: :func:`recorded_fingerprint`.
+        trust_folder: Accept a ``freeze_user`` folder without ``registry.json`` (warns).
+        root: Where ``dvc.lock`` is looked for (default: the working directory).
+
+    Raises:
+        FrozenSimulatorError: see :func:`verify` and :func:`recorded_fingerprint`; or the
+            ``dvc.lock`` record of the folder's stage out does not match it.
+    """
+    sim_dir = Path(sim_dir)
+    if expected_fingerprint is None:
+        expected_fingerprint = recorded_fingerprint(sim_dir, trust_folder)
+    meta = verify(sim_dir, expected_fingerprint)
+    if (found := lock_entry(sim_dir, root)) and (why := lock_mismatch(*found)):
+        out_dir = found[0]
+        raise FrozenSimulatorError(
+            f"{out_dir} is not what dvc.lock recorded for {FREEZE_STAGE} ({why}): the folder "
+            f"changed after dvc committed it. If you re-ran {FREEZE_STAGE} by hand, record it "
+            f"with `dvc commit {FREEZE_STAGE}`; otherwise restore it with `dvc checkout "
+            f"{FREEZE_STAGE}` or `dvc repro {FREEZE_STAGE}`")
+    return meta
+
+
 def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = None,
-                expected_fingerprint: str | None = None):
-    """Verify, then load, a frozen simulator folder.
+                expected_fingerprint: str | None = None, trust_folder: bool = False):
+    """Verify (:func:`check_frozen`), then load, a frozen simulator folder.
 
     Args:
         sim_dir: ``data/freeze_user/simulator`` or a downloaded copy.
@@ -132,18 +248,19 @@ def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = 
         device_map: Passed to ``from_pretrained``.
         expected_fingerprint: The file-list fingerprint recorded outside the folder (default:
             :func:`recorded_fingerprint`).
+        trust_folder: Accept a ``freeze_user`` folder without ``registry.json`` (warns).
 
     Returns:
         ``(model, tokenizer, meta)``: eval-mode causal LM, tokenizer with its saved ChatML
         template, and the parsed ``meta.json``.
 
     Raises:
-        FrozenSimulatorError: see :func:`verify`.
+        FrozenSimulatorError: see :func:`check_frozen`.
     """
     from mimesis.models.base import load_pretrained
 
     sim_dir = Path(sim_dir)
-    meta = verify(sim_dir, expected_fingerprint or recorded_fingerprint(sim_dir))
+    meta = check_frozen(sim_dir, expected_fingerprint, trust_folder)
     model, tokenizer = load_pretrained(sim_dir, dtype=dtype, device_map=device_map)
     return model, tokenizer, meta
 
@@ -184,7 +301,12 @@ def load_frozen_from_registry(name: str = "mimesis-user-simulator", alias: str =
         sim_dir = _find_sim_dir(dst)
         if sim_dir is None:
             raise FrozenSimulatorError(f"{version.source} holds no {META}") from None
-    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype, expected_fingerprint=expected)
+    if expected is None:
+        log.warning("%s v%s has no %s tag (frozen before it existed): only its meta.json "
+                    "vouches for it", name, version.version, FILES_TAG)
+    # a download has no registry.json beside it: the version resolved here is its record
+    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype, expected_fingerprint=expected,
+                                         trust_folder=True)
     meta["registry"] = {"name": name, "alias": alias, "version": int(version.version)}
     return model, tokenizer, meta
 
