@@ -90,6 +90,10 @@ class Scenario(BaseModel):
     behaviors: list[str] = Field(default_factory=list)
     traits: list[str] = Field(default_factory=list)
     annotator: str
+    # The goal's instructions to the simulator (how to play the user, never a fact the user
+    # states), for the directive-copy guard; envs fill it (``UserEnv.user_directives``). Left
+    # out of the JSON when empty, so label data and its hashes do not change.
+    directives: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class LabeledConversation(Conversation):

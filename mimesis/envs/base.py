@@ -129,6 +129,13 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     def user_goal(self) -> str:
         """The user's private knowledge and how to answer (goal text of the scenario)."""
 
+    def user_directives(self) -> list[str]:
+        """The sentences of :meth:`user_goal` that instruct the simulator how to answer (no
+        fact of the task in them, and no scripted reply it is told to say): a user turn that
+        copies one is cut before the agent sees it
+        (:func:`~mimesis.simulator.guards.strip_directive_copies`). Default: none."""
+        return []
+
     def user_view(self, message: str) -> str:
         """What the user simulator reads for the agent's ``[action]`` ``message`` (default: the
         message itself). An env may append private working the user would do in their head
@@ -157,7 +164,8 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
 
     def scenario_prompt(self) -> Scenario:
         """The user simulator's scenario for the current task (never shown to the agent)."""
-        return Scenario(goal=self.user_goal(), annotator=f"env:{self.name}")
+        return Scenario(goal=self.user_goal(), annotator=f"env:{self.name}",
+                        directives=self.user_directives())
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

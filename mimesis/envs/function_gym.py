@@ -141,6 +141,19 @@ class FunctionGym(UserEnv[FunctionTask]):
             "one. If the agent's message has no four numbers, ask for four numbers."
         )
 
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), without the rule, the example value or the test case, and without the
+        scripted refusal."""
+        return [
+            "The agent is trying to discover it.",
+            ("When the agent gives four numbers a, b, c, d, reply only with the value of f at "
+             "those numbers, for example"),
+            "Never say or hint at the formula itself.",
+            "Refuse to evaluate the test case",
+            "If the agent's message has no four numbers, ask for four numbers.",
+        ]
+
     def user_view(self, message: str) -> str:
         """``message`` plus the user's private working: ``f`` at the first four numbers of the
         message, or a reminder that they are the test case (refused).

@@ -238,6 +238,20 @@ class IntentionGym(UserEnv[IntentionTask]):
             "something not on the list, say you have no preference."
         )
 
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), without the request or the details, and without the scripted
+        'say you have no preference'."""
+        return [
+            "You did not say these details, but you know them:",
+            *(["decide an answer and keep it"]
+              if any(not d.answer and not d.options for d in self.task.details) else []),
+            "The assistant will ask clarifying questions.",
+            ("Answer each one briefly and truthfully from these details, only about what was "
+             "asked; do not volunteer details that were not asked about."),
+            "If asked about something not on the list,",
+        ]
+
     def on_search(self, query: str) -> str:
         return "There is no search tool in this game; ask the user with [action]."
 

@@ -231,6 +231,20 @@ class PersuadeGym(UserEnv[PersuadeTask]):
             f"'My stance: {n}/7'."
         )
 
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), without the persona, statement, scale, reasons or the scripted
+        'My stance: n/7'."""
+        return [
+            "Someone will try to change your mind about this statement:",
+            "Reply as yourself in a few sentences.",
+            ("Push back on weak or pushy arguments using your reasons; move your stance only when "
+             "an argument really answers one of them, and only a little at a time."),
+            "Never pretend to be convinced to be polite.",
+            ("Whenever you are asked where you stand, state your current stance as a number; "
+             "right now:"),
+        ]
+
     def on_search(self, query: str) -> str:
         return "There is no search tool in this game; argue with the user using [action]."
 

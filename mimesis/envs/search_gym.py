@@ -327,6 +327,16 @@ class SearchGym(UserEnv[SearchTask]):
             "truthfully, and do not volunteer more than is asked."
         )
 
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), without the question or its meaning."""
+        return [
+            ("You do not know the answer and cannot look it up; if the assistant asks you for "
+             "it, say you do not know."),
+            ("Answer questions about what you mean briefly and truthfully, and do not volunteer "
+             "more than is asked."),
+        ]
+
     def on_search(self, query: str) -> str:
         if not query:
             return "Empty search: write keywords after [search]."

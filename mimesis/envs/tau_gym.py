@@ -157,6 +157,24 @@ class TauGym(UserEnv[TauTask]):
         )
 
     # ----------------------------------------------------------------- actions
+
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), our framing only: the task's own instructions mix facts the customer
+        states with rules, so none of them is cut."""
+        return [
+            (f"You are a customer chatting with the {self.task.domain} company's customer service "
+             "agent."),
+            ("Your situation and instructions (private; share details only when the agent asks, "
+             "in your own words):"),
+            *(["Start the chat with a message like:"] if self.task.opening else []),
+            "Write one short message at a time, as the customer.",
+            ("Never invent facts that are not given above; if asked for something you do not "
+             "know, say so."),
+            ("End the conversation when your request is done, cannot be done, or you are "
+             "transferred to a human agent."),
+        ]
+
     def on_search(self, query: str) -> str:
         try:
             tool, arguments = parse_tool_call(query)

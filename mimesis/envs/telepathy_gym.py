@@ -178,6 +178,17 @@ class TelepathyGym(UserEnv[TelepathyTask]):
             "message is not a yes/no question, reply: Please ask a yes/no question."
         )
 
+    def user_directives(self) -> list[str]:
+        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        is in the goal), without the name or description, and without the scripted reply."""
+        return [
+            "The agent is trying to guess it by asking yes/no questions.",
+            ("Answer each question only with Yes, No or Unknown (when it cannot be told or does "
+             "not apply), truthfully for"),
+            "Never say the name and give no other hints.",
+            "If the agent's message is not a yes/no question, reply:",
+        ]
+
     def on_search(self, query: str) -> str:
         return "There is no search tool in this game; ask the user yes/no questions with [action]."
 

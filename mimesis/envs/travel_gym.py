@@ -46,6 +46,14 @@ SEARCH_WORDS = {
     "rental_car": ("car", "rental", "vehicle", "drive"),
     "restaurant": ("restaurant", "dinner", "lunch", "food", "eat", "dine", "meal"),
 }
+# The goal's instructions to the simulator (user_goal / user_directives share them).
+_PREFS_HEADER = ("Your preferences (reveal them one at a time, only when asked; never list them "
+                 "all at once):")
+_NO_PREFS = "You have no further preferences written down; if asked about a detail, "
+_NO_PREFS_REPLY = "say you have no strong preference."
+_CHEAPEST = "Among the options that meet your preferences you want the cheapest."
+_HOW_TO_ANSWER = ("You do not see the option list: let the agent search and recommend; answer "
+                  "its questions briefly, as a traveller, not as an assistant.")
 _OPTION_ID = re.compile(r"\b([A-Za-z])-?(\d{1,3})\b")
 
 
@@ -144,30 +152,36 @@ class TravelGym(UserEnv[TravelTask]):
 
     def user_goal(self) -> str:
         lines = [f'You asked an assistant: "{self.task.request}"']
-        prefs = [(a.kind, p) for a in self.task.aspects for p in a.preferences]
+        prefs = self._preferences()
         if prefs:
-            lines.append(
-                "Your preferences (reveal them one at a time, only when asked; never "
-                "list them all at once):"
-            )
-        for kind, p in prefs:
-            when = (
-                f"only if the agent asks about the {p.attr if p.attr != PRICE else 'budget'}"
-                if p.hidden
-                else f"when the agent asks what you want for the {kind_label(kind)}"
-            )
-            lines.append(f"- {kind_label(kind)}: {preference_text(kind, p)} (say this {when})")
+            lines.append(_PREFS_HEADER)
+        for kind, p, when in prefs:
+            lines.append(f"- {kind_label(kind)}: {preference_text(kind, p)} ({when})")
         if not prefs:
-            lines.append(
-                "You have no further preferences written down; if asked about a detail, "
-                "say you have no strong preference."
-            )
-        lines.append(
-            "Among the options that meet your preferences you want the cheapest. You do "
-            "not see the option list: let the agent search and recommend; answer its "
-            "questions briefly, as a traveller, not as an assistant."
-        )
+            lines.append(_NO_PREFS + _NO_PREFS_REPLY)
+        lines.append(f"{_CHEAPEST} {_HOW_TO_ANSWER}")
         return "\n".join(lines)
+
+    def user_directives(self) -> list[str]:
+        """How to answer: the preferences header, each "(say this when …)", the no-preferences
+        line up to its scripted reply, and the closing rules; never a preference itself (nor
+        "you want the cheapest", which the user may well say)."""
+        prefs = self._preferences()
+        head = [_PREFS_HEADER] if prefs else [_NO_PREFS]
+        return [*head, *sorted({when for _, _, when in prefs}), _HOW_TO_ANSWER]
+
+    def _preferences(self) -> list[tuple[str, object, str]]:
+        """``(kind, preference, "say this when …")`` of every preference of the task."""
+        out = []
+        for a in self.task.aspects:
+            for p in a.preferences:
+                when = (
+                    f"only if the agent asks about the {p.attr if p.attr != PRICE else 'budget'}"
+                    if p.hidden
+                    else f"when the agent asks what you want for the {kind_label(a.kind)}"
+                )
+                out.append((a.kind, p, f"say this {when}"))
+        return out
 
     def on_search(self, query: str) -> str:
         words = query.lower()

@@ -70,6 +70,13 @@ instead cannot couldn didn wasn isn doesn wouldn hadn aren weren won shouldn
 """
 _BOILERPLATE = frozenset(_BOILERPLATE_TEXT.split())
 MAX_DERIVED_KEYWORDS = 6
+# The host's instructions (user_goal / user_directives share them).
+_ROLE = "You are the host of a lateral-thinking puzzle."
+_RULES = ("The player asks yes/no questions to find out. Answer each question truthfully "
+          "according to what really happened, with exactly one word: Yes, No, or Irrelevant "
+          "(when it does not matter to the story or cannot be told). Never explain, never hint "
+          "and never reveal the story.")
+_OFF_TOPIC = "If the message is not a yes/no question, reply:"
 
 
 @dataclass(frozen=True)
@@ -169,14 +176,15 @@ class TurtleGym(UserEnv[TurtleStory]):
 
     def user_goal(self) -> str:
         return (
-            f"You are the host of a lateral-thinking puzzle. The player was told: "
+            f"{_ROLE} The player was told: "
             f"\"{self.task.surface}\" You know what really happened: {self.task.bottom} "
-            "The player asks yes/no questions to find out. Answer each question truthfully "
-            "according to what really happened, with exactly one word: Yes, No, or Irrelevant "
-            "(when it does not matter to the story or cannot be told). Never explain, never hint "
-            "and never reveal the story. If the message is not a yes/no question, reply: Please "
-            "ask a yes/no question."
+            f"{_RULES} {_OFF_TOPIC} Please ask a yes/no question."
         )
+
+    def user_directives(self) -> list[str]:
+        """The host's rules, without the story and without the reply it scripts ("Please ask a
+        yes/no question.", which the host is meant to say)."""
+        return [_ROLE, _RULES, _OFF_TOPIC]
 
     def user_view(self, message: str) -> str:
         """``message`` plus the host's private check when it is a yes/no question: whether it touches

@@ -9,6 +9,9 @@
   restart of the same request.
 * :func:`is_pleasantry` — a turn with no content but thanks / goodbyes, the material of the
   endless thank-you loop.
+* :func:`strip_directive_copies` — sentences that copy the scenario's instructions to the
+  simulator (``Scenario.directives``) verbatim are cut: how to play the user is not something
+  the user says.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Literal
 
 # Phrases an assistant uses and a user talking to an assistant practically never does.
@@ -92,6 +96,8 @@ class GuardParams:
         resample_empty: Regenerate once when a turn has no utterance and no end signal.
         resample_role_flip: Regenerate once when a turn is assistant-like (flag kept either way).
         resample_goal_dump: Regenerate once when the first turn dumps the goal (flag kept).
+        directive_min_words: A sentence sharing a run of at least this many consecutive words
+            with a scenario directive is cut from the utterance (:func:`strip_directive_copies`).
     """
 
     goal_dump_threshold: float = 0.7
@@ -101,6 +107,7 @@ class GuardParams:
     resample_empty: bool = True
     resample_role_flip: bool = False
     resample_goal_dump: bool = False
+    directive_min_words: int = 6
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.goal_dump_threshold <= 1.0:
@@ -108,8 +115,9 @@ class GuardParams:
                 f"goal_dump_threshold must be in [0, 1], got {self.goal_dump_threshold}")
         if not 0.0 < self.repeat_threshold <= 1.0:
             raise ValueError(f"repeat_threshold must be in (0, 1], got {self.repeat_threshold}")
-        if self.pleasantries_limit < 1 or self.repeat_min_words < 1:
-            raise ValueError("pleasantries_limit and repeat_min_words must be ≥ 1")
+        if min(self.pleasantries_limit, self.repeat_min_words, self.directive_min_words) < 1:
+            raise ValueError(
+                "pleasantries_limit, repeat_min_words and directive_min_words must be ≥ 1")
 
 
 def assistant_like_reasons(text: str) -> list[str]:
@@ -189,3 +197,57 @@ def is_pleasantry(text: str) -> bool:
     """
     words = set(_WORD.findall(text.lower()))
     return bool(words & _PLEASANTRY_CORE) and words <= _PLEASANTRY_CORE | _PLEASANTRY_FILLER
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@lru_cache(maxsize=256)
+def _word_runs(directives: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]]:
+    """Every run of ``n`` consecutive normalised words of ``directives`` (cached: an episode's
+    scenario is the same on every turn)."""
+    runs = set()
+    for directive in directives:
+        words = normalize(directive).split()
+        runs.update(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return frozenset(runs)
+
+
+def strip_directive_copies(text: str, directives: list[str] | tuple[str, ...],
+                           min_words: int = 6) -> tuple[str, bool]:
+    r"""Cut the sentences of ``text`` that copy a directive (an instruction of the scenario to
+    the simulator, never a fact the user states).
+
+    A sentence (split at ``.!?`` + space and at line breaks) is cut when it shares a run of
+    ``min_words`` consecutive words (:func:`normalize`: case and punctuation ignored) with one
+    directive. Six words by default: the copies seen in runs were paraphrases keeping 7-9 words
+    verbatim ("the option list: let the agent search and recommend"), while a user's own
+    wording shares at most short generic runs with an instruction ("when the agent asks", "a
+    yes/no question", 4-5 words). Cost: one set lookup per word of ``text``.
+
+    Returns:
+        ``(kept_text, cut)``: ``text`` without the copying sentences (lines left empty by the
+        cut are dropped), and whether anything was cut.
+
+    >>> strip_directive_copies("area downtown.\n\ndon't show the option list: let the agent "
+    ...     "search", ["You do not see the option list: let the agent search and recommend."])
+    ('area downtown.', True)
+    >>> strip_directive_copies("nonstop please", ["Answer its questions briefly."])
+    ('nonstop please', False)
+    """
+    runs = _word_runs(tuple(directives), min_words) if directives else frozenset()
+    if not runs:
+        return text, False
+    lines, cut = [], False
+    for line in text.split("\n"):
+        kept = []
+        for sentence in _SENTENCE_END.split(line):
+            words = normalize(sentence).split()
+            if any(tuple(words[i:i + min_words]) in runs
+                   for i in range(len(words) - min_words + 1)):
+                cut = True
+            else:
+                kept.append(sentence)
+        if kept or not line.strip():
+            lines.append(" ".join(kept) if kept else line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), cut

@@ -19,6 +19,10 @@ the reasoning stays in ``UserState.private``.
 
 Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated turn in this order:
 
+0. sentences that copy one of the scenario's directives (its instructions to the simulator,
+   ``Scenario.directives``) are cut from the utterance
+   (:func:`~mimesis.simulator.guards.strip_directive_copies`; flag ``directive_copy``); an
+   utterance left empty goes through rule 4, like an ``unsafe_split`` one: never sent.
 1. only an end signal → the episode ends (``end_signal``).
 2. an utterance *and* an end signal → the utterance is sent and the end is deferred (flag
    ``end_deferred``): the agent still gets to carry out what the user just confirmed; the
@@ -41,7 +45,7 @@ Once ended, ``next_message`` never calls the model again and returns ``""`` with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -53,6 +57,7 @@ from mimesis.simulator.guards import (
     is_assistant_like,
     is_pleasantry,
     repeats_earlier,
+    strip_directive_copies,
 )
 from mimesis.simulator.parsing import ParsedTurn, parse_turn
 from mimesis.simulator.prompts import render_system_prompt
@@ -230,7 +235,13 @@ class UserSimulator:
     def _assess(self, state: UserState, raw: str, final: bool) -> _Verdict:
         """Apply the episode rules of the module docstring to one generated turn."""
         g, parsed = self.guards, parse_turn(raw)
-        flags, text = list(parsed.flags), parsed.utterance
+        flags = list(parsed.flags)
+        kept, cut = strip_directive_copies(parsed.utterance, state.scenario.directives,
+                                           g.directive_min_words)
+        if cut:  # the cut text stays in state.raw for audits; the agent never gets it
+            parsed = replace(parsed, utterance=kept)
+            flags.append("directive_copy")
+        text = parsed.utterance
         if parsed.ended and not text:
             return _Verdict(parsed, flags, "end", "end_signal")
         if parsed.ended:
