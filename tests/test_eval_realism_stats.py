@@ -34,6 +34,7 @@ def _sample(rng: np.random.Generator, prefix: str, shift: float = 0.0):
     return np.array(rows), groups
 
 
+@pytest.mark.slow  # ~40 s: 20 seeds x 50 permutations x grouped 5-fold CV at d = 391
 def test_permutation_null_is_calibrated_at_production_size():
     """Same distribution: p >= 0.05 in >= 90% of seeds. A turn-level permutation or a missing +1
     would make the null too narrow (or p = 0) and fail this."""

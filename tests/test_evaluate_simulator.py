@@ -125,3 +125,23 @@ def test_cli_scores_a_local_hf_model_with_a_prompt_style(tmp_path):
     m = json.loads((out / "metrics.json").read_text())
     assert "reasoning_rate" in m["simulator"] and "turn_loss_rate" in m["simulator"]
     assert (out / "table.md").is_file()
+
+
+@pytest.mark.slow
+def test_cli_scores_a_frozen_folder(tmp_path):
+    from mimesis.io import write_json
+    from mimesis.models.base import load_base
+    from mimesis.simulator.frozen import hash_files
+
+    folder = tmp_path / "simulator"
+    model, tokenizer = load_base("tiny-llama")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    write_json(folder / "meta.json", {"base_model": "tiny-llama", "files": hash_files(folder)})
+    out = tmp_path / "out"
+    result = _invoke(["--simulator", str(folder), "--name", "frozen-tiny", "--conversations",
+                      str(_write_plain(tmp_path / "c.jsonl")), "--out", str(out)], {})
+    assert result.exit_code == 0, result.output
+    rows = list(read_jsonl(out / "generations.jsonl"))
+    assert {r["model"] for r in rows} == {f"frozen:{folder}"} and rows
+    assert "| frozen-tiny |" in (out / "table.md").read_text()
