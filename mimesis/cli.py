@@ -1,5 +1,5 @@
 """Command line: ``mimesis run``, ``stage``, ``status``, ``deps``, ``envs list``, ``serve``,
-``chat``.
+``chat``, ``evaluate-simulator``.
 
 The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 """
@@ -199,7 +199,6 @@ def _active_profile(root: Path) -> str:
     return read_params(root / "params.yaml").get("profile", "default")
 
 
-
 DEFAULT_MODEL_NAME = "mimesis-user-simulator"
 SimulatorOpt = Annotated[Path, typer.Option(
     "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
@@ -324,6 +323,76 @@ def chat(
     if save:
         save.parent.mkdir(parents=True, exist_ok=True)
         save.write_text(state.model_dump_json(indent=1))
+
+
+@app.command("evaluate-simulator")
+def evaluate_simulator(
+    simulator: Annotated[Path | None, _o("A frozen simulator folder to score.")] = None,
+    endpoint: Annotated[str | None, _o("An OpenAI-compatible endpoint to score, e.g. "
+                                       "http://127.0.0.1:8000/v1 (with --model).")] = None,
+    model: Annotated[str | None, _o("Model id at --endpoint.")] = None,
+    api_key_env: Annotated[str, _o("Environment variable holding --endpoint's API key.")]
+    = "OPENAI_API_KEY",
+    hf: Annotated[str | None, _o("A local HF model (folder or load_base name) to score.")]
+    = None,
+    prompt_style: Annotated[str, _o("--endpoint/--hf system prompt: prompted_user or "
+                                    "user_simulator.")] = "prompted_user",
+    conversations: Annotated[Path, _o("JSONL of real conversations (label split or the "
+                                      "README's plain format).")] = Path("data/label/test.jsonl"),
+    out: Annotated[Path, _o("Output folder (table.md, metrics.json, plots/).")]
+    = Path("data/evaluate_simulator"),
+    name: Annotated[str, _o("Row name in the table.")] = "simulator",
+    params: Annotated[Path, _o("params.yaml whose evaluate_user section sets the protocol "
+                               "(defaults when absent).")] = Path("params.yaml"),
+    profile: Annotated[str | None, _o(f"Profile of --params ({', '.join(PROFILES)}); "
+                                      "not written.")] = None,
+    max_conversations: Annotated[int | None, _o("Override: conversations (0 = all).")] = None,
+    concurrency: Annotated[int, _o("--endpoint: requests in flight.")] = 4,
+) -> None:
+    """Score any user simulator's realism on real conversations: a frozen folder, an
+    OpenAI-compatible endpoint or a local HF model (the evaluate_user protocol and table)."""
+    import dataclasses
+
+    from mimesis.eval.evaluate_simulator import SimulatorSource
+    from mimesis.eval.evaluate_simulator import evaluate_simulator as score_simulator
+    from mimesis.openai_chat import ChatAPIError
+    from mimesis.simulator.frozen import FrozenSimulatorError
+
+    chosen = [k for k, v in (("--simulator", simulator), ("--endpoint", endpoint), ("--hf", hf))
+              if v is not None]
+    if len(chosen) != 1 or (endpoint is not None and not model):
+        console.print("[red]give exactly one of --simulator, --endpoint (with --model) or "
+                      f"--hf; got {chosen or 'none'}[/red]")
+        raise typer.Exit(2)
+    try:
+        settings = _evaluate_params(params, profile)
+        if max_conversations is not None:
+            settings = dataclasses.replace(settings, max_conversations=max_conversations)
+        kind, target = (("frozen", str(simulator)) if simulator is not None else
+                        ("openai", model) if endpoint is not None else ("hf", hf))
+        source = SimulatorSource(kind, target or "", name=name, prompt_style=prompt_style,
+                                 base_url=endpoint or "", api_key_env=api_key_env,
+                                 concurrency=concurrency)
+        score_simulator(source, conversations, out, settings)
+    except ChatAPIError as err:
+        console.print(f"[red]cannot reach the simulator: {err}[/red]\nIs the server running "
+                      "at --endpoint, and does --api-key-env name a set variable?",
+                      highlight=False)
+        raise typer.Exit(2) from err
+    except (FileNotFoundError, FrozenSimulatorError, ParamsError, ValueError, OSError) as err:
+        console.print(f"[red]{err}[/red]", highlight=False)
+        raise typer.Exit(2) from err
+    console.print(f"realism table: {out / 'table.md'}")
+
+
+def _evaluate_params(path: Path, profile: str | None):
+    """``EvaluateUserParams`` from ``path``'s evaluate_user section (defaults if no file)."""
+    from mimesis.params import build, stage_params
+    from mimesis.stages.evaluate_user import EvaluateUserParams
+
+    if not path.is_file():
+        return EvaluateUserParams()
+    return build(EvaluateUserParams, stage_params("evaluate_user", path, profile), "evaluate_user")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ def test_evaluate_user_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, froz
     write_jsonl(label_dir / "test.jsonl", [_conversation(i, rng) for i in range(10)])
     params = EvaluateUserParams(max_conversations=8, next_positions=2, max_new_tokens=8,
                                 batch_size=16, min_support=2, c2st_min_support=3, c2st_folds=2,
+                                c2st_permutations=20, n_bootstrap=200, max_turn_chars=64,
                                 seed=0, profile="smoke")
     assert run(frozen_dir, label_dir, out_dir, params) == out_dir
     # the agents are evaluate_agents' (tests/test_fact_reveal.py, tests/test_flow_integration.py)
@@ -66,6 +67,12 @@ def test_evaluate_user_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, froz
         assert 0 <= m["termination_f1"] <= 1 and m["termination"]["positives"] > 0
         assert m["termination"]["n"] == counts["next_positions"]
     assert metrics["real"]["termination_f1"] == 1.0
+    for row in ("trained", "baseline", "real"):  # issue 11: honest statistics, goal, openings
+        m = metrics[row]
+        assert {"turn_loss_rate", "opening", "goal", "n_conversations"} <= set(m)
+        if "c2st" in m:
+            assert 0 < m["c2st"]["p_value"] <= 1 and "ci_high" in m["c2st"]
+        assert row == "real" or 0 <= m["reasoning_rate"] <= 1
     assert "style" in metrics["real"] and "c2st" in metrics["real"]
     assert metrics["slices"]["B9"]["support"]["turns"] > 0
 

@@ -19,6 +19,7 @@ from mimesis.schemas import Messages, Scenario, Turn
 from mimesis.simulator.baseline import render_prompted_user_messages
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt
+from mimesis.simulator.roles import clip
 from mimesis.simulator.runtime import UserState, build_view
 
 LabelFn = Callable[[Sequence[Turn], int], Sequence[str]]
@@ -49,6 +50,9 @@ def baseline_messages(scenario: Scenario, history: list[Turn]) -> Messages:
 
 
 VIEWS: dict[str, ViewFn] = {"trained": trained_messages, "baseline": baseline_messages}
+# The same two views named by prompt style (the ``prompt_style`` of an HF or endpoint simulator).
+STYLE_VIEWS: dict[str, ViewFn] = {"user_simulator": trained_messages,
+                                  "prompted_user": baseline_messages}
 
 
 def prompts_for(items: Sequence[EvalItem], view: ViewFn, count_tokens: Callable[[Messages], int],
@@ -74,6 +78,31 @@ def parse_all(raws: Sequence[str]) -> list[Generated]:
         p = parse_turn(raw)
         out.append(Generated(raw, p.reasoning, p.utterance, p.ended, tuple(p.flags)))
     return out
+
+
+def simulate_fn(generate_fn: Callable[[Sequence[Messages]], list[str]], view: ViewFn,
+                items: Sequence[EvalItem], max_user_chars: int, max_agent_chars: int,
+                batch_size: int, desc: str) -> list[Generated]:
+    """Generate and parse one user turn per item with any ``generate_fn`` (batch of chats ->
+    raw texts: an endpoint, a local model), ``batch_size`` chats per call, with a progress bar.
+    History is clipped by characters only (no token budget: the endpoint's own limit holds).
+
+    Raises:
+        ValueError: ``generate_fn`` returned another number of texts than chats.
+    """
+    from tqdm.auto import tqdm
+
+    prompts = prompts_for(items, view, lambda m: 0, 0, max_user_chars, max_agent_chars)
+    raws: list[str] = []
+    with tqdm(total=len(prompts), desc=desc, unit="turn") as bar:
+        for start in range(0, len(prompts), batch_size):
+            chunk = prompts[start:start + batch_size]
+            texts = list(generate_fn(chunk))
+            if len(texts) != len(chunk):
+                raise ValueError(f"{desc}: {len(texts)} texts for {len(chunk)} chats")
+            raws += texts
+            bar.update(len(chunk))
+    return parse_all(raws)
 
 
 def simulate(generator: ChatGenerator, view: ViewFn, items: Sequence[EvalItem], seed: int,
@@ -110,18 +139,29 @@ def behaviors_of(history: Sequence[Turn], text: str, label_fn: LabelFn) -> tuple
 
 
 def simulated_records(items: Sequence[EvalItem], outputs: Sequence[Generated],
-                      label_fn: LabelFn) -> list[TurnRecord]:
-    """Records of a simulator's turns (labelled in their real context)."""
-    return [TurnRecord(item, "" if g.ended else g.utterance, g.ended,
-                       () if g.ended else behaviors_of(item.history, g.utterance, label_fn))
-            for item, g in zip(items, outputs, strict=True)]
+                      label_fn: LabelFn, max_turn_chars: int = 0) -> list[TurnRecord]:
+    """Records of a simulator's turns (labelled in their real context), utterances cut to
+    ``max_turn_chars`` (0 = no cut) exactly as :func:`real_records` cuts the real ones."""
+    out = []
+    for item, g in zip(items, outputs, strict=True):
+        text = "" if g.ended else clip(g.utterance, max_turn_chars)
+        out.append(TurnRecord(item, text, g.ended,
+                              () if g.ended else behaviors_of(item.history, text, label_fn),
+                              reasoning=g.reasoning))
+    return out
 
 
-def real_records(items: Sequence[EvalItem], label_fn: LabelFn) -> list[TurnRecord]:
-    """Records of what the real users wrote at the positions (ended positions have none)."""
-    return [TurnRecord(item, item.real_text, False,
-                       behaviors_of(item.history, item.real_text, label_fn))
-            for item in items if item.real_text is not None]
+def real_records(items: Sequence[EvalItem], label_fn: LabelFn,
+                 max_turn_chars: int = 0) -> list[TurnRecord]:
+    """Records of what the real users wrote at the positions (ended positions have none), cut
+    to ``max_turn_chars`` (0 = no cut): the same cap as the simulated turns, so no feature
+    (length, embeddings, style) separates the rows by the cap alone."""
+    out = []
+    for item in items:
+        if item.real_text is not None:
+            text = clip(item.real_text, max_turn_chars)
+            out.append(TurnRecord(item, text, False, behaviors_of(item.history, text, label_fn)))
+    return out
 
 
 def generation_rows(name: str, model_id: str, items: Sequence[EvalItem],

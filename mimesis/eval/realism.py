@@ -3,20 +3,30 @@ real users, the ceiling), overall and per behaviour slice.
 
 Two-sample metrics (style distances, behaviour JS, C2ST) always compare turns from *different*
 conversations: a simulator's turns in half h against real turns in half 1 − h (both directions,
-averaged; C2ST accuracies pooled), and the real-vs-real row compares real half 0 with real half 1.
-So the three rows differ only in who wrote the turns, and sample sizes match.
+pooled). The real-vs-real row uses the same estimator: its C2ST pools ``c2st_real_splits``
+random half splits of the real conversations (one comparison each: the two directions of a
+real-vs-real split are the same test), its style and JS compare the protocol's two real halves.
+Every row's Turing distance carries a permutation p-value (labels permuted by conversation) and a
+bootstrap CI over conversations (:func:`mimesis.eval.c2st.pool_c2st`).
+
+A simulator that ends or writes nothing where the real user spoke loses that turn: the C2ST sees
+only spoken turns, so ``turn_loss_rate`` is reported beside it and folded into
+``realism_index`` = (1 − distance / 50) · (1 − turn_loss_rate) (0..1; 1 = indistinguishable and
+no turn lost; 0 when every turn is lost).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.eval.c2st import c2st
+from mimesis.eval.c2st import c2st, pool_c2st
 from mimesis.eval.divergence import behavior_frequencies, behavior_js
+from mimesis.eval.goals import Embed, goal_candidates, goal_identifiability, opening_quality
 from mimesis.eval.protocol import FIRST, NEXT, EvalItem
 from mimesis.eval.style import style_distances
 from mimesis.eval.userlm import (
@@ -38,12 +48,14 @@ class TurnRecord:
         utterance: What the agent would see ("" when the writer ended or wrote nothing).
         ended: The writer ended the conversation here.
         behaviors: Behaviours of this turn by the shared labeler (``detect_rules``).
+        reasoning: The writer's private reasoning for this turn ("" for real users).
     """
 
     item: EvalItem
     utterance: str
     ended: bool
     behaviors: tuple[str, ...]
+    reasoning: str = ""
 
     @property
     def spoken(self) -> bool:
@@ -52,13 +64,17 @@ class TurnRecord:
 
 @dataclass(frozen=True)
 class RealismConfig:
-    """Support thresholds and C2ST settings (see ``EvaluateParams``)."""
+    """Support thresholds, C2ST and statistics settings (see ``EvaluateUserParams``)."""
 
     min_support: int = 5
     c2st_min_support: int = 12
     c2st_folds: int = 5
     c2st_c: float = 1.0
     seed: int = 0
+    c2st_permutations: int = 200
+    c2st_real_splits: int = 2
+    n_bootstrap: int = 1000
+    goal_distractors: int = 10
 
 
 def _key(record: TurnRecord) -> tuple[str, int]:
@@ -79,7 +95,7 @@ def _pairs(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord]) -> list
 
 
 def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
-               featurize: Featurize, cfg: RealismConfig) -> dict:
+               featurize: Featurize, cfg: RealismConfig, permutations: bool = True) -> dict:
     """Style distances, behaviour JS and C2ST across halves; a metric is left out when a side
     has fewer turns than its support threshold.
 
@@ -88,6 +104,7 @@ def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
         real: Real records (spoken turns are used).
         featurize: ``texts -> (n, d)`` features for the C2ST discriminator.
         cfg: Thresholds.
+        permutations: Run the C2ST's permutation test and bootstrap (off for slices).
     """
     pairs = _pairs(sim, real)
     sizes = [min(len(a), len(b)) for a, b in pairs]
@@ -99,18 +116,40 @@ def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
         out["behavior_js"] = float(np.mean([behavior_js([r.behaviors for r in a],
                                                         [r.behaviors for r in b])
                                             for a, b in pairs]))
+    if sim is None:
+        pairs = random_splits(real, cfg.c2st_real_splits, cfg.seed)
+        sizes = [min(len(a), len(b)) for a, b in pairs]
     if min(sizes) >= cfg.c2st_min_support:
-        out["c2st"] = _pooled_c2st(pairs, featurize, cfg)
+        out["c2st"] = pooled_c2st(pairs, featurize, cfg, permutations)
     return out
 
 
-def _pooled_c2st(pairs: list[tuple], featurize: Featurize, cfg: RealismConfig) -> dict:
+def random_splits(real: Sequence[TurnRecord], n_splits: int,
+                  seed: int) -> list[tuple[list[TurnRecord], list[TurnRecord]]]:
+    """``n_splits`` random halves of the real conversations (seeded), as (half A, half B) spoken
+    turns: the real-vs-real comparisons of the C2ST."""
+    spoken = [r for r in real if r.spoken]
+    ids = sorted({r.item.conv_id for r in spoken})
+    out = []
+    for k in range(n_splits):
+        order = ids[:]
+        random.Random(f"{seed}:split{k}").shuffle(order)
+        first = set(order[:len(order) // 2])
+        out.append(([r for r in spoken if r.item.conv_id in first],
+                    [r for r in spoken if r.item.conv_id not in first]))
+    return out
+
+
+def pooled_c2st(pairs: list[tuple], featurize: Featurize, cfg: RealismConfig,
+                permutations: bool = True) -> dict:
+    """The C2STs of ``pairs`` pooled into one estimate (:func:`mimesis.eval.c2st.pool_c2st`);
+    with ``permutations`` False (slices) no p-value and no CI."""
+    n_perm = cfg.c2st_permutations if permutations else 0
     results = [c2st(featurize([r.utterance for r in a]), featurize([r.utterance for r in b]),
                     [r.item.conv_id for r in a], [r.item.conv_id for r in b],
-                    n_splits=cfg.c2st_folds, seed=cfg.seed, c=cfg.c2st_c) for a, b in pairs]
-    n = sum(2 * r.n_per_class for r in results)
-    accuracy = sum(r.accuracy * 2 * r.n_per_class for r in results) / n
-    return {"accuracy": accuracy, "distance": abs(accuracy - 50.0), "n": float(n)}
+                    n_splits=cfg.c2st_folds, seed=cfg.seed + k, c=cfg.c2st_c,
+                    n_permutations=n_perm) for k, (a, b) in enumerate(pairs)]
+    return pool_c2st(results, cfg.n_bootstrap if permutations else 0, cfg.seed)
 
 
 def single_sample(records: Sequence[TurnRecord], is_assistant_like: Callable[[str], bool],
@@ -143,14 +182,64 @@ def single_sample(records: Sequence[TurnRecord], is_assistant_like: Callable[[st
     return out
 
 
+def turn_loss_rate(records: Sequence[TurnRecord]) -> float | None:
+    """Share of the positions where the real user spoke at which the writer ended or wrote
+    nothing (0..1); ``None`` when no such position is in ``records``."""
+    asked = [r for r in records if not r.item.real_ended]
+    return sum(not r.spoken for r in asked) / len(asked) if asked else None
+
+
+def realism_index(distance: float | None, loss: float | None) -> float | None:
+    """(1 − distance / 50) · (1 − loss), in [0, 1]: the Turing distance (points) of the spoken
+    turns discounted by the turns lost; 0 when every turn is lost, ``None`` when a part is
+    missing. Source: ours (docs/metrics.md, realism index)."""
+    if loss is not None and loss >= 1.0:
+        return 0.0
+    if distance is None or loss is None:
+        return None
+    return max(0.0, 1.0 - distance / 50.0) * (1.0 - loss)
+
+
+def adherence(records: Sequence[TurnRecord], candidates: dict[str, list[str]],
+              embed: Embed | None, real: bool = False) -> dict:
+    """Turn loss, reasoning rate, goal identifiability (all spoken turns of a conversation, and
+    its first turn alone) and opening quality of one writer."""
+    out: dict = {}
+    loss = 0.0 if real else turn_loss_rate(records)
+    if loss is not None:
+        out["turn_loss_rate"] = loss
+    if not real and records:
+        out["reasoning_rate"] = sum(bool(r.reasoning.strip()) for r in records) / len(records)
+    first = [r for r in records if r.item.kind == FIRST]
+    if first:
+        out["opening"] = opening_quality([(r.item.scenario.goal, r.utterance, r.ended)
+                                          for r in first])
+    if embed is not None:
+        turns: dict[str, list[str]] = {}
+        for r in records:
+            if r.spoken:
+                turns.setdefault(r.item.conv_id, []).append(r.utterance)
+        out["goal"] = goal_identifiability(turns, candidates, embed)
+        out["goal_first"] = goal_identifiability(
+            {r.item.conv_id: [r.utterance] for r in first if r.spoken}, candidates, embed)
+    return out
+
+
 def row_metrics(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
                 featurize: Featurize, is_assistant_like: Callable[[str], bool],
-                cfg: RealismConfig) -> dict:
-    """All metrics of one row (``sim`` None = real vs real), plus its turn count."""
+                cfg: RealismConfig, embed: Embed | None = None,
+                candidates: dict[str, list[str]] | None = None) -> dict:
+    """All metrics of one row (``sim`` None = real vs real), plus its turn count and
+    ``realism_index``."""
     own = real if sim is None else sim
     out = two_sample(sim, real, featurize, cfg)
     out.update(single_sample(own, is_assistant_like, cfg.min_support, real=sim is None))
+    out.update(adherence(own, candidates or {}, embed, real=sim is None))
     out["n_turns"] = float(sum(r.spoken for r in own))
+    out["n_conversations"] = float(len({r.item.conv_id for r in own}))
+    index = realism_index(out.get("c2st", {}).get("distance"), out.get("turn_loss_rate"))
+    if index is not None:
+        out["realism_index"] = index
     return out
 
 
@@ -175,7 +264,7 @@ def slice_metrics(rows: dict[str, Sequence[TurnRecord] | None], real: Sequence[T
         for name, records in rows.items():
             sub = None if records is None else [r for r in records if _key(r) in keep]
             own = real_b if sub is None else sub
-            metrics = two_sample(sub, real_b, featurize, cfg)
+            metrics = two_sample(sub, real_b, featurize, cfg, permutations=False)
             if sub is not None and any(r.spoken for r in sub):
                 metrics["role_adherence"] = role_adherence([r.utterance for r in sub if r.spoken],
                                                            is_assistant_like)
@@ -193,12 +282,25 @@ def behavior_table(rows: dict[str, Sequence[TurnRecord]]) -> dict[str, dict[str,
 
 def evaluate_rows(simulated: dict[str, Sequence[TurnRecord]], real: Sequence[TurnRecord],
                   featurize: Featurize, is_assistant_like: Callable[[str], bool],
-                  cfg: RealismConfig) -> dict:
+                  cfg: RealismConfig, embed: Embed | None = None) -> dict:
     """The whole realism result: one row per simulator, the ``real`` (real vs real) row, the
-    per-behaviour ``slices`` and the ``behavior_frequencies`` behind the bar plot."""
-    out: dict = {name: row_metrics(recs, real, featurize, is_assistant_like, cfg)
-                 for name, recs in simulated.items()}
-    out["real"] = row_metrics(None, real, featurize, is_assistant_like, cfg)
+    per-behaviour ``slices`` and the ``behavior_frequencies`` behind the bar plot.
+
+    Args:
+        simulated: Row name -> the simulator's records (one per evaluation position).
+        real: The real users' records.
+        featurize: ``texts -> (n, d)`` C2ST features.
+        is_assistant_like: The role rule.
+        cfg: Settings.
+        embed: ``texts -> (n, d)`` unit-norm sentence embeddings for goal identifiability
+            (``None``: left out).
+    """
+    goals = {r.item.conv_id: r.item.scenario.goal
+             for recs in [real, *simulated.values()] for r in recs}
+    candidates = goal_candidates(goals, cfg.goal_distractors, cfg.seed)
+    out: dict = {name: row_metrics(recs, real, featurize, is_assistant_like, cfg, embed,
+                                   candidates) for name, recs in simulated.items()}
+    out["real"] = row_metrics(None, real, featurize, is_assistant_like, cfg, embed, candidates)
     out["slices"] = slice_metrics({**simulated, "real": None}, real, featurize,
                                   is_assistant_like, cfg)
     out["behavior_frequencies"] = behavior_table({"real": real, **simulated})

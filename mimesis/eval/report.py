@@ -24,15 +24,27 @@ ROW_TITLES = {"trained": "trained simulator", "baseline": "prompted baseline",
 PLOT_TITLES = {**ROW_TITLES, "real": "real users"}
 # (key path, column title); ↓ lower is better, ↑ higher is better, ≈ closer to real is better.
 MAIN_COLUMNS = (
-    (("c2st", "distance"), "Turing dist. (C2ST) ↓"),
     (("c2st", "accuracy"), "C2ST acc. %"),
+    (("c2st", "p_value"), "perm. p"),
+    (("turn_loss_rate",), "turn loss ↓"),
+    (("realism_index",), "realism index ↑"),
+    (("reasoning_rate",), "reasoning rate"),
     (("behavior_js",), "behaviour JS ↓"),
     (("style", "length_w1"), "length W1 ↓"),
-    (("first_turn_diversity",), "1st-turn diversity ≈"),
-    (("intent_decomposition",), "intent decomp. ↓"),
     (("termination_f1",), "termination F1 ↑"),
     (("role_adherence",), "role adherence ↑"),
-    (("n_turns",), "turns"),
+)
+GOAL_COLUMNS = (
+    (("goal", "top1"), "goal top-1 ↑"),
+    (("goal", "mrr"), "goal MRR ↑"),
+    (("goal_first", "top1"), "1st-turn goal top-1 ↑"),
+    (("goal", "chance_top1"), "chance top-1"),
+    (("opening", "role_flipped"), "role-flipped ↓"),
+    (("opening", "goal_dump"), "goal dump ↓"),
+    (("opening", "junk"), "junk ↓"),
+    (("opening", "empty"), "empty ↓"),
+    (("first_turn_diversity",), "1st-turn diversity ≈"),
+    (("intent_decomposition",), "intent decomp. ↓"),
 )
 
 
@@ -57,27 +69,85 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def markdown_table(metrics: dict) -> str:
-    """The realism table (three rows), style distances, and per-behaviour slices, as markdown."""
+def title(row: str) -> str:
+    """Display name of a row (known rows get a description)."""
+    return ROW_TITLES.get(row, row)
+
+
+def _distance(m: dict) -> str:
+    c = m.get("c2st", {})
+    if "distance" not in c:
+        return "–"
+    ci = (f" [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" if "ci_low" in c else "")
+    return f"{c['distance']:.1f}{ci}"
+
+
+def _sizes(m: dict) -> str:
+    return f"{_fmt(m.get('n_turns'))} / {_fmt(m.get('n_conversations'))}"
+
+
+def overlaps(a: dict, b: dict) -> bool | None:
+    """Whether the 95% CIs of two rows' Turing distances overlap (``None``: a CI is missing)."""
+    ca, cb = a.get("c2st", {}), b.get("c2st", {})
+    if "ci_low" not in ca or "ci_low" not in cb:
+        return None
+    return ca["ci_low"] <= cb["ci_high"] and cb["ci_low"] <= ca["ci_high"]
+
+
+def verdicts(metrics: dict, rows: Sequence[str]) -> list[str]:
+    """One line per pair of rows: is the difference of their Turing distances noise (the 95%
+    CIs overlap) or not; and per simulator whether its C2ST tells it from real users at all
+    (permutation p < 0.05)."""
+    lines = []
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            ov = overlaps(metrics.get(a, {}), metrics.get(b, {}))
+            if ov is None:
+                continue
+            da, db = metrics[a]["c2st"]["distance"], metrics[b]["c2st"]["distance"]
+            word = ("noise (95% CIs overlap)" if ov else
+                    "a real difference (95% CIs do not overlap)")
+            lines.append(f"- {title(a)} vs {title(b)}: Turing distance {da:.1f} vs {db:.1f} "
+                         f"is {word}.")
+    for r in rows:
+        p = _get(metrics.get(r, {}), ("c2st", "p_value"))
+        if p is not None and r != "real":
+            told = "tells it from" if p < 0.05 else "cannot tell it from"
+            lines.append(f"- {title(r)}: the discriminator {told} real users (permutation "
+                         f"p = {p:.3g}).")
+    return lines
+
+
+def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
+    """The realism table (one line per row), goal adherence and openings, style distances,
+    noise verdicts and per-behaviour slices, as markdown."""
+    rows = [r for r in rows if r in metrics]
     lines = ["# Simulator realism (offline estimators, docs/metrics.md)", ""]
-    lines += _table(["row", *(t for _, t in MAIN_COLUMNS)],
-                    [[ROW_TITLES[r], *(_fmt(_get(metrics.get(r, {}), p)) for p, _ in MAIN_COLUMNS)]
-                     for r in ROWS])
+    lines += _table(["row", "turns / convs", "Turing dist. [95% CI] ↓",
+                     *(t for _, t in MAIN_COLUMNS)],
+                    [[title(r), _sizes(metrics[r]), _distance(metrics[r]),
+                      *(_fmt(_get(metrics[r], p)) for p, _ in MAIN_COLUMNS)] for r in rows])
+    lines += ["", "Realism index = (1 − Turing distance / 50) · (1 − turn loss).", "",
+              *(verdicts(metrics, rows) or ["- no CI: too few turns for a C2ST."])]
+    lines += ["", "## Goal adherence and openings (judge-free)", ""]
+    lines += _table(["row", *(t for _, t in GOAL_COLUMNS)],
+                    [[title(r), *(_fmt(_get(metrics[r], p)) for p, _ in GOAL_COLUMNS)]
+                     for r in rows])
     lines += ["", "## Style distances to real users (|rate difference|; length: W1 of log chars)",
               ""]
     keys = ("length_w1", *STYLE_RATES)
-    lines += _table(["row", *keys], [[ROW_TITLES[r], *(_fmt(_get(metrics.get(r, {}), ("style", k)))
-                                                      for k in keys)] for r in ROWS])
+    lines += _table(["row", *keys], [[title(r), *(_fmt(_get(metrics[r], ("style", k)))
+                                                 for k in keys)] for r in rows])
     lines += ["", "## Per behaviour (positions whose real turn carries it)", ""]
-    header = ["behaviour", "turns", "convs", *(f"recall {r}" for r in ROWS),
-              *(f"JS {r}" for r in ROWS), *(f"C2ST dist. {r}" for r in ROWS)]
+    header = ["behaviour", "turns", "convs", *(f"recall {r}" for r in rows),
+              *(f"JS {r}" for r in rows), *(f"C2ST dist. {r}" for r in rows)]
     body = []
     for b, entry in metrics.get("slices", {}).items():
         sup = entry["support"]
         body.append([b, _fmt(sup["turns"]), _fmt(sup["conversations"]),
-                     *(_fmt(_get(entry.get(r, {}), ("behavior_recall",))) for r in ROWS),
-                     *(_fmt(_get(entry.get(r, {}), ("behavior_js",))) for r in ROWS),
-                     *(_fmt(_get(entry.get(r, {}), ("c2st", "distance"))) for r in ROWS)])
+                     *(_fmt(_get(entry.get(r, {}), ("behavior_recall",))) for r in rows),
+                     *(_fmt(_get(entry.get(r, {}), ("behavior_js",))) for r in rows),
+                     *(_fmt(_get(entry.get(r, {}), ("c2st", "distance"))) for r in rows)])
     lines += _table(header, body) if body else ["No real turn in the sample carries a behaviour."]
     lines += ["", *NOTES]
     return "\n".join(lines) + "\n"
@@ -87,13 +157,26 @@ NOTES = (
     "Notes:",
     (
         "- Two-sample metrics compare turns of *different* conversations: a simulator's turns on one "
-        "half of the held-out conversations against real turns of the other half (both directions); "
-        "the real row compares the two real halves, so it is the ceiling at the same sample size."
+        "half of the held-out conversations against real turns of the other half (both directions, "
+        "pooled); the real row's C2ST pools random half splits of the real conversations, so it is "
+        "the ceiling with the same estimator at the same sample size."
     ),
     (
         "- Turing distance is the offline C2ST estimator, not a judge: logistic regression on "
         "all-MiniLM-L6-v2 embeddings + style features, folds grouped by conversation; "
-        "|accuracy − 50| in points."
+        "|accuracy − 50| in points. p: permutation test with labels shuffled by conversation. "
+        "CI: percentile bootstrap over conversations, mapped to the distance (0 when the accuracy "
+        "CI holds 50). Real and simulated turns are cut to the same character cap."
+    ),
+    (
+        "- Turn loss: share of positions where the real user spoke at which the simulator ended or "
+        "wrote nothing; those turns are invisible to the C2ST, hence the realism index."
+    ),
+    (
+        "- Goal top-1 / MRR: the scenario goal ranked among goals of other held-out conversations by "
+        "embedding similarity to the writer's turns; the real row is the ceiling (goals were "
+        "written from those turns). Openings: shares of first turns that are role-flipped or dump "
+        "the goal (the runtime guards' rules), junk (tags, repeated tokens) or empty."
     ),
     (
         "- Real row: termination F1 and role adherence are 1 by definition (real users are the "
@@ -101,12 +184,13 @@ NOTES = (
     ),
     (
         "- Behaviour labels for JS/recall come from the same rule labeler on real and simulated "
-        "turns; slices use the stored real labels. '–' = not enough support."
+        "turns; slices use the stored real labels (slices: no p-value or CI). '–' = not enough "
+        "support."
     ),
     (
         "- Simulators are scored on their raw, parsed outputs (the runtime's guards — resampling, "
         "deferred ends — are off); a turn carrying the end signal counts as an end decision. "
-        "Simulated lengths are capped by `max_new_tokens` (reasoning included)."
+        "Reasoning rate: share of generated turns with non-empty private reasoning."
     ),
 )
 

@@ -6,8 +6,13 @@ prompted as a user for the baseline). On a seeded sample of test conversations, 
 halves by conversation, each simulator writes the first user turn from the scenario alone and the
 next user turn at a few positions after agent replies, given the real history (always the one after
 the final agent reply when the real user ended there). Rows: trained simulator, prompted baseline,
-real vs real (the ceiling). Metrics: style distances, behaviour-frequency JS, C2ST Turing distance,
-first-turn diversity, intent decomposition, termination F1, role adherence; all also per behaviour.
+real vs real (the ceiling). Metrics: C2ST Turing distance with a permutation p-value and a
+bootstrap CI over conversations, turn-loss rate and realism index, style distances,
+behaviour-frequency JS, goal identifiability, opening quality, reasoning rate, first-turn
+diversity, intent decomposition, termination F1, role adherence; the two-sample ones also per
+behaviour. Real and simulated turns are cut to one character cap (``max_turn_chars``).
+Scoring and outputs are :mod:`mimesis.eval.realism_run`'s, shared with ``mimesis
+evaluate-simulator`` (any simulator: :mod:`mimesis.eval.evaluate_simulator`).
 
 Needs only ``freeze_user`` and ``label``: the agents and the fact-reveal check are the
 ``evaluate_agents`` stage, so a change to an agent stage does not re-run this one.
@@ -25,28 +30,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.embeddings import MiniLMEmbedder, c2st_featurizer
-from mimesis.eval.generate import (
-    VIEWS,
-    generation_rows,
-    make_generator,
-    real_records,
-    simulate,
-    simulated_records,
-)
-from mimesis.eval.protocol import NEXT, build_items
-from mimesis.eval.realism import RealismConfig, evaluate_rows
-from mimesis.eval.report import behavior_plot, length_plot, markdown_table
-from mimesis.io import read_jsonl, write_json, write_jsonl
+from mimesis.eval.generate import VIEWS, make_generator, simulate
+from mimesis.eval.protocol import build_items
+from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
+from mimesis.io import read_jsonl
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
 from mimesis.schemas import LabeledConversation
-from mimesis.tracking import flatten, stage_run
+from mimesis.tracking import stage_run
 
 
 @dataclass(frozen=True)
@@ -63,20 +58,32 @@ class EvaluateUserParams:
                                                          "history dropped first"})
     max_agent_chars: int = field(default=600, metadata={"help": "clip agent replies in history"})
     max_user_chars: int = field(default=400, metadata={"help": "clip user turns in history"})
+    max_turn_chars: int = field(default=300, metadata={"help": "cap of every scored turn, real "
+                                                       "and simulated alike (0 = none)"})
     dtype: str = field(default="float32", metadata={"help": "float32 (CPU) | bfloat16 (GPU)"})
     device_map: str = field(default="", metadata={"help": "'' = CPU; 'auto' on GPU"})
     min_support: int = field(default=5, metadata={"help": "turns per half for a 2-sample metric"})
     c2st_min_support: int = field(default=12, metadata={"help": "turns per half for C2ST"})
     c2st_folds: int = field(default=5, metadata={"help": "grouped CV folds of the C2ST"})
     c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
+    c2st_permutations: int = field(default=200, metadata={"help": "permutations of the C2ST "
+                                                          "p-value (0 = none)"})
+    c2st_real_splits: int = field(default=2, metadata={"help": "random half splits pooled in "
+                                                       "the real-vs-real C2ST"})
+    n_bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples of the CIs"})
+    goal_distractors: int = field(default=10, metadata={"help": "other goals the true goal is "
+                                                        "ranked among"})
     embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
     seed: int = 0
     profile: str = "default"
 
     def __post_init__(self) -> None:
         positive = ("next_positions", "max_new_tokens", "batch_size", "min_support",
-                    "c2st_min_support", "embed_batch_size")
+                    "c2st_min_support", "embed_batch_size", "c2st_real_splits",
+                    "goal_distractors")
         bad = [k for k in positive if getattr(self, k) < 1]
+        bad += [k for k in ("max_turn_chars", "c2st_permutations", "n_bootstrap")
+                if getattr(self, k) < 0]
         if bad or self.max_conversations < 0 or self.c2st_folds < 2 or self.c2st_c <= 0:
             raise ValueError(f"evaluate_user params out of range: {bad or 'conversations/folds/c'}")
         if not (0 <= self.temperature and 0 < self.top_p <= 1):
@@ -97,36 +104,19 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
     """
     import mlflow
 
-    from mimesis.simulator.guards import is_assistant_like
-
     started = time.time()
     convs = list(read_jsonl(label_dir / "test.jsonl", LabeledConversation))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
                                  params.seed)
     with stage_run("evaluate_user", dataclasses.asdict(params)):
         outputs, model_ids = generate_both(freeze_user_dir, items, params)
-        simulated = {n: simulated_records(items, o, rule_behaviors) for n, o in outputs.items()}
-        real = real_records(items, rule_behaviors)
-        cfg = RealismConfig(params.min_support, params.c2st_min_support, params.c2st_folds,
-                            params.c2st_c, params.seed)
-        featurize = c2st_featurizer(MiniLMEmbedder(batch_size=params.embed_batch_size))
-        metrics = evaluate_rows(simulated, real, featurize, is_assistant_like, cfg)
-        metrics["counts"] = counts(convs, items, skipped, time.time() - started)
+        metrics, simulated, real = score(items, outputs, params)
+        metrics["counts"] = counts(len(convs), items, skipped, time.time() - started)
         mlflow.log_dict(skipped, "skipped_conversations.json")  # id -> reason (malformed turns)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_jsonl(out_dir / "generations.jsonl",
-                    [row for n, o in outputs.items()
-                     for row in generation_rows(n, model_ids[n], items, o, simulated[n])])
-        write_outputs(out_dir, metrics, simulated, real, model_ids)
-    print_summary(metrics, out_dir)
+        write_outputs(out_dir, metrics, items, outputs, simulated, real, model_ids,
+                      prompts=("user_simulator", "prompted_user"))
+    print_summary(metrics, ["trained", "baseline", "real"], out_dir, "evaluate_user")
     return out_dir
-
-
-def rule_behaviors(turns, index: int) -> list[str]:
-    """Behaviours of ``turns[index]`` by the shared rule labeler (real and simulated alike)."""
-    from mimesis.behaviors.rules import detect_rules
-
-    return detect_rules(turns, index).behaviors
 
 
 def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams) -> tuple[dict, dict]:
@@ -154,55 +144,6 @@ def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams
         outputs[name] = simulate(gen, VIEWS[name], items, params.seed, params.max_user_chars,
                                  params.max_agent_chars, desc=f"evaluate_user:{name}")
     return outputs, model_ids
-
-
-def counts(convs: list, items: list, skipped: dict[str, str], seconds: float) -> dict:
-    """Reconciling counts: every test conversation is evaluated, skipped (with reason, in
-    ``skipped``) or not sampled."""
-    evaluated = len({it.conv_id for it in items})
-    return {"test_conversations": float(len(convs)), "evaluated_conversations": float(evaluated),
-            "skipped_conversations": float(len(skipped)),
-            "not_sampled": float(len(convs) - evaluated - len(skipped)),
-            "positions": float(len(items)),
-            "next_positions": float(sum(it.kind == NEXT for it in items)),
-            "real_end_positions": float(sum(it.real_ended for it in items)),
-            "seconds": round(seconds, 1)}
-
-
-def write_outputs(out_dir: Path, metrics: dict, simulated: dict, real: list,
-                  model_ids: dict) -> None:
-    """metrics.json, table.md and plots to ``out_dir``, and all of it to the MLflow run."""
-    import mlflow
-
-    from mimesis.simulator.prompts import load_prompt
-
-    write_json(out_dir / "metrics.json", metrics)
-    (out_dir / "table.md").write_text(markdown_table(metrics))
-    lengths = {"real": [len(r.utterance) for r in real],
-               **{n: [len(r.utterance) for r in recs if r.spoken] for n, recs in simulated.items()}}
-    length_plot(lengths, out_dir / "plots" / "lengths.png")
-    behavior_plot(metrics["behavior_frequencies"], out_dir / "plots" / "behaviors.png")
-    numeric = {k: float(v) for k, v in flatten(metrics).items() if isinstance(v, int | float)}
-    mlflow.log_metrics({k.replace(":", "_"): v for k, v in numeric.items()})
-    mlflow.set_tags({f"mimesis.model.{n}": m for n, m in model_ids.items()})
-    for name in ("user_simulator", "prompted_user"):
-        mlflow.log_text(load_prompt(name), f"prompts/{name}.md")
-    for path in ("metrics.json", "table.md", "generations.jsonl"):
-        mlflow.log_artifact(str(out_dir / path))
-    mlflow.log_artifacts(str(out_dir / "plots"), "plots")
-
-
-def print_summary(metrics: dict, out_dir: Path) -> None:
-    """A few headline numbers per row."""
-    print(f"evaluate_user: {json.dumps(metrics['counts'])}")
-    for row in ("trained", "baseline", "real"):
-        m = metrics[row]
-        print(f"  {row:9s} turing_dist={m.get('c2st', {}).get('distance', float('nan')):.1f} "
-              f"behavior_js={m.get('behavior_js', float('nan')):.3f} "
-              f"termination_f1={m.get('termination_f1', float('nan')):.2f} "
-              f"role_adherence={m.get('role_adherence', float('nan')):.2f} "
-              f"n={m.get('n_turns', 0):.0f}")
-    print(f"  -> {out_dir}/metrics.json, table.md, plots/, generations.jsonl")
 
 
 def load_params(params_path: Path = Path("params.yaml")) -> EvaluateUserParams:

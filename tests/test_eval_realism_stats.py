@@ -1,0 +1,185 @@
+"""Honest realism statistics (issue 11): the C2ST permutation null is calibrated at production
+size, a copying simulator scores as the real-vs-real ceiling, a simulator that always ends loses
+every turn, and the goal / opening checks see what they should."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from mimesis.eval.c2st import c2st, permute_groups, pool_c2st
+from mimesis.eval.generate import parse_all, real_records, simulated_records
+from mimesis.eval.goals import goal_candidates, goal_identifiability, is_junk, opening_quality
+from mimesis.eval.protocol import build_items
+from mimesis.eval.realism import RealismConfig, evaluate_rows, realism_index
+from mimesis.eval.report import markdown_table
+from mimesis.eval.style import style_matrix
+from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
+from mimesis.simulator.guards import is_assistant_like
+
+# evaluate_user's default: 32 conversations (16 a half), ~2.5 spoken turns each, 384 + 7 features
+N_CONVS_PER_SIDE, DIM = 16, 391
+
+
+def _sample(rng: np.random.Generator, prefix: str, shift: float = 0.0):
+    """Turns clustered by conversation topic, 2-3 per conversation."""
+    rows, groups = [], []
+    for c in range(N_CONVS_PER_SIDE):
+        topic = rng.normal(0, 1.0, DIM)
+        for _ in range(rng.integers(2, 4)):
+            rows.append(topic + rng.normal(0, 1, DIM) + shift)
+            groups.append(f"{prefix}{c}")
+    return np.array(rows), groups
+
+
+@pytest.mark.slow  # ~40 s: 20 seeds x 50 permutations x grouped 5-fold CV at d = 391
+def test_permutation_null_is_calibrated_at_production_size():
+    """Same distribution: p >= 0.05 in >= 90% of seeds. A turn-level permutation or a missing +1
+    would make the null too narrow (or p = 0) and fail this."""
+    ps = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        (xa, ga), (xb, gb) = _sample(rng, "a"), _sample(rng, "b")
+        res = c2st(xa, xb, ga, gb, seed=seed, n_permutations=50)
+        assert len(res.null) == 50 and res.p_value >= 1 / 51
+        ps.append(res.p_value)
+    assert sum(p >= 0.05 for p in ps) >= 18, ps
+
+
+def test_permutation_test_has_power_and_pooling_keeps_it():
+    rng = np.random.default_rng(7)
+    (xa, ga), (xb, gb) = _sample(rng, "a"), _sample(rng, "b", shift=0.35)
+    results = [c2st(xa, xb, ga, gb, seed=s, n_permutations=50) for s in (0, 1)]
+    assert all(r.p_value < 0.05 for r in results)
+    pooled = pool_c2st(results, n_bootstrap=500, seed=0)
+    assert pooled["p_value"] < 0.05 and pooled["ci_low"] > 0
+    assert pooled["accuracy_ci_low"] <= pooled["accuracy"] <= pooled["accuracy_ci_high"]
+    assert pooled["conversations"] == 2 * N_CONVS_PER_SIDE
+    assert pooled["n"] == sum(len(r.correct) for r in results)
+
+
+def test_group_permutation_keeps_a_conversation_on_one_side():
+    rng = np.random.default_rng(0)
+    y = np.array([0, 0, 0, 1, 1, 1, 1])
+    groups = np.array(["a", "a", "b", "c", "c", "d", "d"])
+    for _ in range(20):
+        p = permute_groups(y, groups, rng)
+        assert p[0] == p[1] and p[3] == p[4] and p[5] == p[6]
+        assert sorted(p[[0, 2, 3, 5]]) == [0, 0, 1, 1]
+
+
+# ----------------------------------------------------------------------------- rows
+WORDS = ["hey", "need", "help", "fix", "code", "why", "not", "working", "thanks", "ok", "so",
+         "what", "about", "the", "list", "again", "loop", "sql", "email", "resume", "bug"]
+TOPICS = ["python", "essay", "recipe", "travel", "excel", "poem", "salary", "garden"]
+
+
+def _conv(i: int, rng: random.Random) -> LabeledConversation:
+    topic = TOPICS[i % len(TOPICS)]
+    turns, labels = [], []
+    for k in range(3):
+        text = " ".join([topic, *(rng.choice(WORDS) for _ in range(rng.randint(2, 10)))])
+        turns += [Turn(role="user", text=text + rng.choice(["", "?"])),
+                  Turn(role="assistant", text=f"Here is step {k} about {topic}. " * 3)]
+        labels.append(TurnLabel(turn_index=2 * k, reasoning="", reasoning_annotator="none"))
+    return LabeledConversation(id=f"c{i:02d}", turns=turns, labels=labels, ended=True,
+                               end_reasoning="", end_reasoning_annotator="none",
+                               scenario=Scenario(goal=f"get help with a {topic} question {i}",
+                                                 annotator="test"))
+
+
+_VOCAB: dict[str, int] = {}
+
+
+def _hash_embed(texts: list[str]) -> np.ndarray:
+    """Unit-norm bag of words over a shared vocabulary (256-d, no collisions in these tests):
+    a deterministic stand-in for MiniLM."""
+    out = np.zeros((len(texts), 256))
+    for i, t in enumerate(texts):
+        for w in t.lower().replace("?", " ").split():
+            out[i, _VOCAB.setdefault(w, len(_VOCAB)) % 256] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def _featurize(texts: list[str]) -> np.ndarray:
+    return np.hstack([_hash_embed(texts), style_matrix(texts)])
+
+
+def _rows(sim_texts):
+    rng = random.Random(0)
+    items, _ = build_items([_conv(i, rng) for i in range(32)], 0, 2, seed=0)
+    label = lambda turns, i: []
+    real = real_records(items, label, max_turn_chars=60)
+    sims = {"sim": simulated_records(items, parse_all([sim_texts(it) for it in items]), label,
+                                     max_turn_chars=60)}
+    cfg = RealismConfig(min_support=3, c2st_min_support=8, c2st_folds=4, c2st_permutations=40,
+                        n_bootstrap=300, goal_distractors=10)
+    return evaluate_rows(sims, real, _featurize, is_assistant_like, cfg, _hash_embed), real
+
+
+def test_a_simulator_that_copies_real_turns_scores_as_the_ceiling():
+    m, real = _rows(lambda it: it.real_text or "<|end_conversation|>")
+    sim, ceiling = m["sim"], m["real"]
+    assert all(len(r.utterance) <= 60 + len(" […]") for r in real)  # one cap for both rows
+    assert sim["turn_loss_rate"] == 0.0 and ceiling["turn_loss_rate"] == 0.0
+    assert sim["c2st"]["p_value"] >= 0.05 and ceiling["c2st"]["p_value"] >= 0.05
+    for row in (sim, ceiling):
+        assert row["c2st"]["ci_low"] == 0.0  # accuracy CI holds 50: indistinguishable
+    assert abs(sim["c2st"]["distance"] - ceiling["c2st"]["distance"]) < 12
+    assert abs(sim["realism_index"] - ceiling["realism_index"]) < 0.25
+    assert sim["goal"] == ceiling["goal"] and sim["goal"]["candidates"] == 11
+    assert sim["goal"]["top1"] > 3 * sim["goal"]["chance_top1"]
+    assert sim["opening"]["bad"] == ceiling["opening"]["bad"]
+    assert "noise (95% CIs overlap)" in markdown_table(m, ["sim", "real"])
+
+
+def test_a_simulator_that_always_ends_loses_every_turn():
+    m, _ = _rows(lambda it: "<|end_conversation|>")
+    sim = m["sim"]
+    assert sim["turn_loss_rate"] == 1.0 and sim["realism_index"] == 0.0
+    assert "c2st" not in sim and sim["n_turns"] == 0 and sim["goal"] == {}
+    assert sim["opening"]["empty"] == 1.0 and sim["opening"]["bad"] == 1.0
+    assert m["real"]["realism_index"] > 0.5
+    table = markdown_table(m, ["sim", "real"])
+    assert "| sim | 0 / 32 | – |" in table
+
+
+def test_an_assistant_like_simulator_is_caught_by_every_check():
+    m, _ = _rows(lambda it: "Certainly! How can I help you today? As an AI, I am happy to help.")
+    sim = m["sim"]
+    assert sim["c2st"]["p_value"] < 0.05 and sim["c2st"]["ci_low"] > 20
+    assert sim["opening"]["role_flipped"] == 1.0
+    assert sim["goal"]["top1"] <= 2 * sim["goal"]["chance_top1"]
+    assert sim["realism_index"] < m["real"]["realism_index"]
+
+
+# ----------------------------------------------------------------------------- units
+def test_realism_index_formula():
+    assert realism_index(10.0, 0.5) == pytest.approx(0.4)
+    assert realism_index(None, 1.0) == 0.0 and realism_index(None, 0.2) is None
+
+
+def test_opening_quality_uses_the_guards_and_flags_junk():
+    goal = "book a flight to denver on march third"
+    q = opening_quality([(goal, "How can I help you today?", False),
+                         (goal, "book flight denver march third", False),
+                         (goal, "<|im_start|>assistant hi", False),
+                         (goal, "", True),
+                         (goal, "hey can u help me with a trip", False)])
+    assert q == {"empty": 0.2, "role_flipped": 0.2, "goal_dump": 0.2, "junk": 0.2, "bad": 0.8,
+                 "n": 5.0}
+    assert is_junk("the the the the end") and not is_junk("is this the right loop")
+
+
+def test_goal_identifiability_ranks_the_true_goal():
+    goals = {f"c{i}": f"{t} question" for i, t in enumerate(TOPICS)}
+    cands = goal_candidates(goals, distractors=5, seed=0)
+    assert all(len(c) == 6 and c[0] == goals[k] for k, c in cands.items())
+    assert cands == goal_candidates(goals, distractors=5, seed=0)
+    right = goal_identifiability({k: [f"my {g}"] for k, g in goals.items()}, cands, _hash_embed)
+    assert right["top1"] == 1.0 and right["mrr"] == 1.0 and right["chance_top1"] == 1 / 6
+    shifted = {k: [f"my {goals[f'c{(i + 1) % len(TOPICS)}']}"] for i, k in enumerate(goals)}
+    wrong = goal_identifiability(shifted, cands, _hash_embed)
+    assert wrong["top1"] == 0.0 and wrong["mrr"] < 0.6
