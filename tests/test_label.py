@@ -68,6 +68,16 @@ def test_mixed_takes_behaviours_from_rules_and_annotator_and_traits_from_the_lea
                        "thanks_and_leave": ["rules"]}
     with pytest.raises(ValueError, match="learned"):
         combine(rule, ["B9"], PRODUCER, "mixed", None)
+    # A trait chosen for the rules (on the dev part) comes from the rules, with that source.
+    rule = RuleResult(behaviors=[], traits=["pasted_content"])
+    _, traits, sources = combine(rule, None, PRODUCER, "mixed", {"typo_rich"},
+                                 rule_traits=("pasted_content",))
+    assert traits == ["typo_rich", "pasted_content"]
+    assert sources == {"typo_rich": [LEARNED], "pasted_content": ["rules"]}
+    assert combine(rule, None, PRODUCER, "mixed", {"pasted_content"},
+                   rule_traits=("pasted_content",))[1] == ["pasted_content"]
+    assert combine(RuleResult(), None, PRODUCER, "mixed", {"pasted_content"},
+                   rule_traits=("pasted_content",))[1] == []
 
 
 def test_prepare_cuts_to_max_user_turns_and_marks_not_ended():
@@ -203,10 +213,14 @@ def test_run_end_to_end_counts_reconcile_and_every_label_has_sources(curate_dir,
     assert "freq.train.B2" in run.data.metrics
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
     assert {"behavior_frequency.png", "counts.json", "prompts", "quality.json"} <= artifacts
-    for name in ("rules", "annotator", "union", "learned"):  # figures on the labelled set
-        assert 0 <= run.data.metrics[f"gold.{name}.micro_behaviors.precision"] <= 1
-        assert f"gold.{name}.B2.recall_lo" in run.data.metrics
+    for name in ("rules", "annotator", "union", "mixed", "learned"):  # held-out part
+        assert 0 <= run.data.metrics[f"gold.test.{name}.micro_behaviors.precision"] <= 1
+        assert f"gold.test.{name}.B2.recall_lo" in run.data.metrics
+        assert f"gold.dev.{name}.B2.recall" not in run.data.metrics
+    assert "gold.cv.learned.micro_traits.f1" in run.data.metrics
+    assert "gold.cv.rules.micro_traits.f1" not in run.data.metrics
     assert run.data.metrics["gold.turns"] == 80
+    assert 0 < run.data.metrics["gold.test.turns"] < 80
     assert (out / "quality.json").is_file()
 
 

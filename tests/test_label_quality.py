@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_label import hash_embed
+from test_label import CopyingBackend, hash_embed
 
-from mimesis.behaviors import learned
+from mimesis.behaviors import learned, quality
+from mimesis.behaviors.annotator import Annotator, AnnotatorParams
 from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
 from mimesis.behaviors.gold import GoldError, load_gold
 from mimesis.behaviors.quality import LABELS, gold_inputs
@@ -87,3 +88,46 @@ def test_threshold_is_the_lowest_cut_reaching_the_target_precision():
     assert learned.choose_threshold(prob, y, 0.75, 2) == 0.6  # 3 of 4 at >= 0.6
     assert learned.choose_threshold(prob, y, 1.0, 2) == 0.9
     assert learned.choose_threshold(prob, y, 1.0, 3) == float("inf")  # abstains
+
+
+def test_split_is_deterministic_grouped_stratified_and_about_half():
+    gold = load_gold()
+    parts = quality.split_gold(gold)
+    assert parts == quality.split_gold(list(gold)) and set(parts) == {"dev", "test"}
+    assert quality.assign_parts(gold) == quality.assign_parts(gold[::-1])
+    assert 0.45 <= parts.count("test") / len(gold) <= 0.55
+    b2 = [p for g, p in zip(gold, parts) if "B2" in g.behaviors]
+    assert abs(b2.count("test") - b2.count("dev")) <= 2
+    by_id = {g.id: p for g, p in zip(gold, parts)}
+    assert quality.split_gold(gold[100:140]) == [by_id[g.id] for g in gold[100:140]]
+
+
+def test_rule_based_labellers_are_never_scored_on_the_dev_part():
+    gold = load_gold()[:90]
+    annotator = Annotator(CopyingBackend(), AnnotatorParams(label_behaviors=True))
+    q = quality.measure(gold, annotator, hash_embed,
+                        learned.LearnedParams(folds=2, inner_folds=2), n_bootstrap=20)
+    parts = quality.split_gold(gold)
+    keys = [f"{g.id}#{g.turn_index}" for g in gold]
+    dev = {k for k, p in zip(keys, parts) if p == "dev"}
+    test = {k for k, p in zip(keys, parts) if p == "test"}
+    assert dev and test and set(q.rows["test"]) == test and not dev & set(q.rows["test"])
+    for name in quality.RULE_BASED:  # scored, on the held-out part only
+        assert name in q.scores["test"]
+        assert all(name not in by_name for part, by_name in q.scores.items() if part != "test")
+    # The figures are those of the test rows: the support counts only their positives.
+    n_test_b2 = sum("B2" in g.behaviors for g, p in zip(gold, parts) if p == "test")
+    assert q.scores["test"]["rules"]["behaviors"]["B2"].support == n_test_b2
+    assert q.scores["cv"]["learned"]["behaviors"]["B2"].support == sum(
+        "B2" in g.behaviors for g in gold)
+    assert all(k.startswith("gold.turns") or k.split(".")[1] in ("test", "cv")
+               for k in quality.metrics(q))
+    assert set(quality.table(q)["scores"]) == {"test", "cv"}
+
+
+def test_mixed_takes_a_trait_from_the_rules_only_when_better_on_the_rows_given():
+    truth = [frozenset({"pasted_content"}), frozenset({"typo_rich"}), frozenset()]
+    rules = [{"pasted_content"}, set(), set()]
+    model = [set(), {"typo_rich"}, {"pasted_content"}]
+    assert quality.choose_rule_traits(truth, rules, model) == ("pasted_content",)
+    assert quality.choose_rule_traits([], [], []) == ()

@@ -7,7 +7,7 @@ Source: ours (the MIMESIS labelling step: behaviours per user turn, private reas
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -81,7 +81,8 @@ def prepare(conv: Conversation, max_user_turns: int) -> Prepared:
 
 
 def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
-            mode: str = "union", learned: set[str] | None = None
+            mode: str = "union", learned: set[str] | None = None,
+            rule_traits: Collection[str] = ()
             ) -> tuple[list[str], list[str], dict[str, list[str]]]:
     """Behaviours, traits and per-label sources of one turn.
 
@@ -89,12 +90,15 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
         rule: The rule labels.
         annotated: The annotator's behaviour ids, or ``None`` when it gave none.
         producer: The annotator's producer id (``annotator:<backend>:<model>``).
-        mode: ``mixed`` (behaviours as ``union``, traits as ``learned``: on the hand-labelled
-            set the rules beat the learned labeller on B1-B13, the learned one wins on traits),
+        mode: ``mixed`` (behaviours as ``union``, traits as ``learned`` except those in
+            ``rule_traits``, taken from the rules: on the hand-labelled set the rules beat the
+            learned labeller on B1-B13, and each trait goes to the labeller better on it),
             ``learned`` (the learned labeller's behaviours and traits; ``thanks_and_leave``,
             which it has too few examples to learn, from the rules), ``union`` (rules or
             annotator), ``rules`` or ``annotator`` (one source's behaviours; traits from rules).
         learned: The learned labeller's labels (required in ``mixed`` and ``learned`` modes).
+        rule_traits: ``mixed`` mode: traits taken from the rules rather than the learned
+            labeller (``quality.Quality.rule_traits``, chosen on the dev part).
 
     Returns:
         ``(behaviors, traits, sources)``, labels in catalogue order; ``sources[label]`` lists
@@ -107,6 +111,8 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
     if mode == "mixed":  # each label group from the labeller measured best on it
         behaviors, _, sources = combine(rule, annotated, producer, "union")
         _, traits, learned_sources = _combine_learned(rule, learned)
+        learned_sources.update({t: [RULES] for t in rule_traits if t in rule.traits})
+        traits = [t for t in TRAIT_IDS if (t in rule.traits if t in rule_traits else t in traits)]
         return behaviors, traits, {**{b: sources[b] for b in behaviors},
                                    **{t: learned_sources[t] for t in traits}}
     from_rules, from_model = set(rule.behaviors), set(annotated or ())
@@ -188,13 +194,13 @@ def annotate(prepared: Sequence[Prepared], annotator: Annotator,
 def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
                         max_user_turns: int, reasoning_splits: Sequence[str], combine_mode: str,
                         trait_min_share: float,
-                        learn: Callable[[list[TurnInput]], list[set[str]]] | None = None
-                        ) -> Outcome:
+                        learn: Callable[[list[TurnInput]], list[set[str]]] | None = None,
+                        rule_traits: Collection[str] = ()) -> Outcome:
     """Label ``convs`` (each with its ``split`` set); every input ends labelled or rejected.
 
     Conversations are prepared (:func:`prepare`), annotated in one batch per prompt kind
     (:func:`annotate`), labelled by ``learn`` in one batch when given (required in ``learned``
-    mode), then assembled; a conversation without an acceptable goal is rejected
+    mode), then assembled (``rule_traits``: see :func:`combine`); a conversation without an acceptable goal is rejected
     (``goal_not_derivable``).
     """
     out = Outcome()
@@ -216,7 +222,7 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
             continue
         labels = [_turn_label(i, prep.rules[i], notes.behaviors.get((k, i)),
                               notes.reasons.get((k, i)), annotator.producer, combine_mode,
-                              learned.get((k, i)))
+                              learned.get((k, i)), rule_traits)
                   for i, _ in prep.conv.user_turns()]
         end = notes.ends.get(k, Produced("", NONE))
         record = _record(prep, labels, goal, end, trait_min_share)
@@ -240,8 +246,8 @@ def learned_labels(prepared: Sequence[Prepared],
 
 def _turn_label(index: int, rule: RuleResult, model_ids: list[str] | None,
                 reasoning: Produced | None, producer: str, mode: str,
-                learned: set[str] | None) -> TurnLabel:
-    behaviors, traits, sources = combine(rule, model_ids, producer, mode, learned)
+                learned: set[str] | None, rule_traits: Collection[str] = ()) -> TurnLabel:
+    behaviors, traits, sources = combine(rule, model_ids, producer, mode, learned, rule_traits)
     reasoning = reasoning or Produced("", NONE)
     return TurnLabel(turn_index=index, behaviors=behaviors, traits=traits, sources=sources,
                      reasoning=reasoning.text, reasoning_annotator=reasoning.producer)

@@ -107,6 +107,41 @@ GOALPOST = _rx(
     r"longer|simpler|funnier|formal|casual|detailed)\b|\bmore (?:detailed|specific|concise|"
     r"formal|casual)\b"
 )
+# B2, second form: an edit verb at the head of the turn, after an optional acknowledgement and
+# "can you"/"let's"; or a revision cue anywhere in a statement or request (not in a question
+# about facts: "why ... instead?"). Written from the dev part of the labelled set only.
+_REVISION_LEAD = (
+    r"^\W*(?:(?:ok(?:ay)?|great|good|thanks?|thank you|nice|cool|perfect|yes|yeah|no|now|but|so|"
+    r"hmm+|gotcha|alright|that'?s (?:good|great|better|nice|pretty good|perfect)|this is "
+    r"(?:good|great))\W*(?:but\W*)?)*(?:(?:please|pls|can you|could you|would you|can we|"
+    r"could we|let'?s|now|also|then|and|just|actually)\W+)*"
+)
+REVISION_HEAD = _rx(
+    _REVISION_LEAD + r"(?:re-?write|revise|modify|change|edit|redo|rephrase|reword|shorten|expand|"
+    r"elaborate|expound|update|adjust|rework|remove|delete|take out|drop|replace|swap|convert|"
+    r"simplify|tweak|restructure|reorganize|reformat|make (?:it|them|this|that|these|those|"
+    r"the \w+|each|all|some)|add|ad|include|incorporate|only|use|try|put (?:it|this|that|them)|"
+    r"turn (?:it|this|that|them))\b"
+)
+REVISION_CUE = _rx(
+    r"\binstead\b|\brather than\b|\bwould be better\b|\b(?:still|too|very|a bit|bit) (?:very )?"
+    r"(?:generic|vague|long|short|formal|informal|wordy)\b|\b(?:elaborate|expand) (?:further|"
+    r"more)\b|\b(?:the )?(?:code|text|list|table|answer|response|script|email|outline|story|poem|"
+    r"essay|article) (?:above|you (?:wrote|gave|provided))\b|\babove (?:code|text|list|table|"
+    r"answer|response|script|email|outline)\b|\bbut only\b|\bonly (?:respond|reply|answer|show|"
+    r"give|output|return|print|list|write|use|include|keep)\b|\bactually,? (?:can|could) (?:we|"
+    r"you|i)\b|\b(?:make|making) (?:some |a few )?changes\b|\bwithout (?:shortening|changing|"
+    r"mentioning|mention|using|the)\b|\bsame (?:\w+ )?but\b"
+)
+FACT_QUESTION = _rx(
+    r"^\W*(?:why|what|how|when|where|which|who|wouldn'?t|shouldn'?t|isn'?t|aren'?t|doesn'?t|is|"
+    r"are|does|do|did|i|we|if)\b"
+)
+# "continue", "finish it", "the rest of": more of the same deliverable, not a new requirement.
+MORE_OF_THE_SAME = _rx(
+    r"^\W*(?:please\s+)?(?:continue|go on|keep going|finish|more)\b|\brest of\b|\bcontinue "
+    r"(?:the|from|writing|where)\b"
+)
 NONCOOPERATION = _rx(
     r"\b(?:just (?:pick|choose|do|write|give|make|start|continue|go)|whatever|doesn'?t matter|"
     r"does not matter|you (?:decide|choose|pick)|up to you|any(?:thing|one)? (?:is|will be) "
@@ -179,6 +214,12 @@ REQUEST_VERB = _rx(
     r"generate|summari[sz]e|compare|design|build|suggest|tell|show|find|translate|rewrite|draft|"
     r"outline|analy[sz]e|calculate|define|recommend|identify|prepare|plan|format|convert)\b"
 )
+# B12, further forms: five or more list items typed by the user, an exam of 3+ multiple-choice
+# questions (12+ option lines), three "Please ..." instructions, five "[...]" constraint slots.
+LIST_ITEM = re.compile(r"(?m)^\s*(?:\d{1,2}[.)]|[-*•])\s+\S")
+CHOICE_OPTION = re.compile(r"(?m)^\s*[a-dA-D][.)]\s+\S")
+PLEASE_INSTRUCTION = _rx(r"(?:^|[.!?]\s+|\n\s*)please\s+[a-z]+")
+BRACKET_SLOT = re.compile(r"\[[^\]\n]{3,200}\]")
 CONSTRAINT_MARK = _rx(r"\b(?:must|make sure|ensure|should be|at least|at most|no more than|"
                       r"don'?t|do not|without|only)\b")
 # Units of a deliverable ("300 words", "5 ideas"); time and age units state facts, not asks.

@@ -1,6 +1,14 @@
 """How good each labeller is, measured on the hand-labelled set (``mimesis.behaviors.gold``):
-the rules, the annotator (when it gives behaviour ids), their union, and the learned labeller
-(grouped cross-validation, never scored on turns or conversations it was fitted on).
+the rules, the annotator (when it gives behaviour ids), their union, the learned labeller and
+``mixed`` (the ``label`` stage's default: behaviours from the union, each trait from whichever of
+rules and learned labeller is better on it).
+
+The set is split once, deterministically, into a **dev** part and a held-out **test** part
+(:func:`split_gold`). The rule lexicons and thresholds were tuned by reading dev turns only, so
+every labeller that uses the rules (rules, annotator, union, mixed) is scored on the test part
+only. The learned labeller is scored by grouped cross-validation on all turns (part ``cv``, never
+on a turn or conversation it was fitted on) and, for comparison, on the test part's out-of-fold
+predictions. ``mixed`` picks each trait's labeller on the dev part.
 
 The ``label`` stage runs :func:`measure` on every run, logs :func:`metrics` to MLflow, and labels
 with the labeller :func:`measure` fitted on the whole set.
@@ -8,29 +16,74 @@ with the labeller :func:`measure` fitted on the whole set.
 
 from __future__ import annotations
 
+import hashlib
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from mimesis.behaviors import learned
 from mimesis.behaviors.annotator import Annotator, TurnView
 from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
-from mimesis.behaviors.gold import GoldTurn
+from mimesis.behaviors.gold import GoldTurn, load_gold
 from mimesis.behaviors.rules import RuleResult, detect_rules
 from mimesis.behaviors.scoring import Score, score
 
 LABELS: tuple[str, ...] = (*BEHAVIOR_IDS, *TRAIT_IDS)
+DEV, TEST, CV = "dev", "test", "cv"
+RULE_BASED = ("rules", "annotator", "union", "mixed")  # never scored on the dev part
 
 
 @dataclass
 class Quality:
-    """Scores per labeller (``rules``, ``annotator``, ``union``, ``learned``) and group
-    (``behaviors``: B1-B13, ``traits``), and the learned labeller fitted on the whole set."""
+    """Scores per part (``test``: held-out turns; ``cv``: cross-validated on all), labeller
+    (``rules``, ``annotator``, ``union``, ``mixed``, ``learned``) and group (``behaviors``:
+    B1-B13, ``traits``); the learned labeller fitted on the whole set; the traits ``mixed`` takes
+    from the rules; and the keys (``id#turn_index``) of the turns each part holds."""
 
-    scores: dict[str, dict[str, dict[str, Score]]]
+    scores: dict[str, dict[str, dict[str, dict[str, Score]]]]
     labeller: learned.LearnedLabeller
     n_turns: int
+    rule_traits: tuple[str, ...] = ()
+    rows: dict[str, tuple[str, ...]] | None = None
+
+
+def _stratum(labels: set[str]) -> tuple[bool, ...]:
+    other = labels & set(BEHAVIOR_IDS) - {"B2", "B12"}
+    return "B2" in labels, "B12" in labels, bool(other), "pasted_content" in labels
+
+
+def _hash(cid: str) -> str:
+    return hashlib.sha256(cid.encode()).hexdigest()
+
+
+def assign_parts(gold: Sequence[GoldTurn]) -> dict[str, str]:
+    """Conversation id -> ``dev`` or ``test``: conversations (all their turns together) are
+    stratified by B2, B12, another behaviour and pasted_content, ordered by the SHA-256 of their
+    id within each stratum, and alternately assigned, dev first (about half each)."""
+    labels: dict[str, set[str]] = defaultdict(set)
+    for g in gold:
+        labels[g.id] |= g.labels
+    strata: dict[tuple[bool, ...], list[str]] = defaultdict(list)
+    for cid, labs in labels.items():
+        strata[_stratum(labs)].append(cid)
+    return {cid: (DEV, TEST)[n % 2] for key in sorted(strata)
+            for n, cid in enumerate(sorted(strata[key], key=_hash))}
+
+
+@cache
+def packaged_parts() -> dict[str, str]:
+    """:func:`assign_parts` of the packaged set: the split the rules were tuned against."""
+    return assign_parts(load_gold())
+
+
+def split_gold(gold: Sequence[GoldTurn]) -> list[str]:
+    """The part (``dev``/``test``) of each turn: the packaged set's split for its conversations
+    (so a subset keeps their parts), hash parity for a conversation outside it."""
+    parts = packaged_parts()
+    return [parts.get(g.id, (DEV, TEST)[int(_hash(g.id), 16) % 2]) for g in gold]
 
 
 def gold_inputs(gold: Sequence[GoldTurn]) -> list[learned.TurnInput]:
@@ -52,15 +105,27 @@ def _annotated(gold: Sequence[GoldTurn], rules: Sequence[RuleResult],
     return None if ids is None else [set(x) for x in ids]
 
 
+def choose_rule_traits(truth: Sequence[frozenset[str]], rules: Sequence[set[str]],
+                       model: Sequence[set[str]]) -> tuple[str, ...]:
+    """Traits whose rule labels have a higher F1 than the learned labeller's on the rows given
+    (the dev part); ties and an empty part keep the learned labeller."""
+    if not truth:
+        return ()
+    s_rules = score(truth, rules, TRAIT_IDS, 1)
+    s_model = score(truth, model, TRAIT_IDS, 1)
+    return tuple(t for t in TRAIT_IDS if s_rules[t].f1 > s_model[t].f1)
+
+
 def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0) -> Quality:
-    """Score every labeller on ``gold`` and fit the learned labeller on all of it.
+    """Score every labeller on its part of ``gold`` and fit the learned labeller on all of it.
 
     The annotator is scored only when it gives behaviour ids (``label_behaviors``); traits of
-    the annotator and union rows are the rules' (the annotator gives none).
+    the annotator and union rows are the rules'.
     """
     inputs = gold_inputs(gold)
     truth = [g.labels for g in gold]
+    parts = split_gold(gold)
     rule_sets = [set(i.rules.behaviors) | set(i.rules.traits) for i in inputs]
     preds: dict[str, list[set[str]]] = {"rules": rule_sets}
     if (model := _annotated(gold, [i.rules for i in inputs], annotator)) is not None:
@@ -70,30 +135,57 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     x = learned.featurize(inputs, embed, params.embed_chars)
     y = np.array([[label in t for label in LABELS] for t in truth], dtype=int)
     groups, keys = [g.id for g in gold], [f"{g.id}#{g.turn_index}" for g in gold]
-    preds["learned"], _ = learned.cross_validate(x, y, groups, LABELS, params, seed, keys)
-    scores = {name: {"behaviors": score(truth, p, BEHAVIOR_IDS, n_bootstrap, seed),
-                     "traits": score(truth, p, TRAIT_IDS, n_bootstrap, seed)}
-              for name, p in preds.items()}
+    oof, _ = learned.cross_validate(x, y, groups, LABELS, params, seed, keys)
+    dev = [n for n, p in enumerate(parts) if p == DEV]
+    rule_traits = choose_rule_traits([truth[n] for n in dev], [rule_sets[n] for n in dev],
+                                     [oof[n] for n in dev])
+    behaviours = preds.get("union", rule_sets)
+    preds["mixed"] = [{b for b in u if b in BEHAVIOR_IDS}
+                      | {t for t in TRAIT_IDS if t in (r if t in rule_traits else m)}
+                      | ({"thanks_and_leave"} & r)
+                      for u, r, m in zip(behaviours, rule_sets, oof, strict=True)]
+    preds["learned"] = oof
+    rows = {TEST: [n for n, p in enumerate(parts) if p == TEST], CV: list(range(len(gold)))}
+
+    def scored(names: Sequence[str], part: str) -> dict[str, dict[str, dict[str, Score]]]:
+        t = [truth[n] for n in rows[part]]
+        return {name: {group: score(t, [preds[name][n] for n in rows[part]], ids, n_bootstrap,
+                                    seed)
+                       for group, ids in (("behaviors", BEHAVIOR_IDS), ("traits", TRAIT_IDS))}
+                for name in names}
+
+    scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "learned"], TEST),
+              CV: scored(["learned"], CV)}
     final = learned.fit(x, y, groups, LABELS, params, seed, keys)
-    return Quality(scores, final, len(gold))
+    return Quality(scores, final, len(gold), rule_traits,
+                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()})
 
 
 def metrics(quality: Quality) -> dict[str, float]:
-    """Flat MLflow metrics ``gold.<labeller>.<label or micro_behaviors/micro_traits>.<figure>``
-    (figures: precision, recall, f1, support, predicted and their ``_lo``/``_hi`` bounds)."""
+    """Flat MLflow metrics ``gold.<part>.<labeller>.<label or micro_behaviors/micro_traits>.
+    <figure>`` (part ``test`` or ``cv``; figures: precision, recall, f1, support, predicted and
+    their ``_lo``/``_hi`` bounds), plus ``gold.turns`` and ``gold.<part>.turns``."""
     out = {"gold.turns": float(quality.n_turns)}
-    for name, groups in quality.scores.items():
-        for group, per_label in groups.items():
-            for label, s in per_label.items():
-                key = f"micro_{group}" if label == "micro" else label
-                out.update({f"gold.{name}.{key}.{k}": v for k, v in s.flat().items()})
+    out.update({f"gold.{part}.turns": float(len(keys))
+                for part, keys in (quality.rows or {}).items()})
+    for part, by_name in quality.scores.items():
+        for name, groups in by_name.items():
+            for group, per_label in groups.items():
+                for label, s in per_label.items():
+                    key = f"micro_{group}" if label == "micro" else label
+                    out.update({f"gold.{part}.{name}.{key}.{k}": v for k, v in s.flat().items()})
     return out
 
 
 def table(quality: Quality) -> dict:
-    """JSON-ready figures per labeller, group and label (for ``quality.json``)."""
+    """JSON-ready figures per part, labeller, group and label (for ``quality.json``)."""
     return {"turns": quality.n_turns,
+            "parts": {TEST: "held-out half of the labelled set (rules never tuned on it)",
+                      CV: "all turns, grouped cross-validation (learned labeller only)",
+                      "turns": {p: len(k) for p, k in (quality.rows or {}).items()}},
+            "mixed_traits_from_rules": list(quality.rule_traits),
             "thresholds": {k: m.threshold for k, m in quality.labeller.models.items()},
-            "scores": {name: {group: {label: {**s.flat()} for label, s in per.items()}
-                              for group, per in groups.items()}
-                       for name, groups in quality.scores.items()}}
+            "scores": {part: {name: {group: {label: {**s.flat()} for label, s in per.items()}
+                                     for group, per in groups.items()}
+                              for name, groups in by_name.items()}
+                       for part, by_name in quality.scores.items()}}

@@ -16,11 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mimesis.behaviors import lexicon as lx
-from mimesis.behaviors.traits import detect_traits, is_pasted
+from mimesis.behaviors.traits import CODE_LINE, detect_traits, is_pasted
 from mimesis.schemas import Turn
 
 LOW_SIGNAL_MAX_WORDS = 10  # B9: longer complaints usually carry a usable correction
 STACKING_MAX_WORDS = 60  # B7: longer turns are specs or pasted cases, judged by B12 instead
+GOALPOST_MAX_WORDS = 60  # B2 "it must ..." cues: longer turns are fresh specs
+REVISION_HEAD_CHARS = 300  # B2 edit requests open the turn
+OVERLOAD_ITEMS = 5  # B12: list items typed by the user (constraints or asks)
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,19 @@ def hidden_evaluation_criteria(c: TurnContext) -> bool:
 
 
 def incremental_goalpost_shifting(c: TurnContext) -> bool:
-    """B2: after an agent reply, adds or tightens a requirement ("also add…", "it must…")."""
-    return bool(c.prev_agent) and bool(lx.GOALPOST.search(c.own))
+    """B2: after an agent reply, asks to edit what it delivered ("rewrite only the third point",
+    "can you ad a channel", "make it shorter", "... instead") or adds or tightens a requirement
+    ("also add…", "it must…"; in turns of at most ``GOALPOST_MAX_WORDS`` words, as longer ones
+    are fresh specs). "Continue"/"the rest of" asks for more of the same, not a change."""
+    head = c.own[:REVISION_HEAD_CHARS]
+    if not c.prev_agent or lx.MORE_OF_THE_SAME.search(head):
+        return False
+    if lx.REVISION_HEAD.search(head):
+        return True
+    if any(lx.REVISION_CUE.search(s) and not lx.FACT_QUESTION.search(s)
+           for s in lx.sentences(head)):
+        return True
+    return len(lx.words(c.own)) <= GOALPOST_MAX_WORDS and bool(lx.GOALPOST.search(c.own))
 
 
 def clarification_noncooperation(c: TurnContext) -> bool:
@@ -185,13 +199,22 @@ def _polarity_flip(negative_text: str, positive_text: str) -> bool:
 
 def request_overloading(c: TurnContext) -> bool:
     """B12: many asks in one message: three or more questions, four or more questions plus
-    imperative requests, or six or more asks and constraints together."""
+    imperative requests, six or more asks and constraints together, five or more typed list
+    items or "[...]" slots, three "Please ..." instructions, or a pasted exam (12+ option
+    lines a.-d.)."""
     # With pasted material only the request around it is the user's own; its head suffices.
     own = lx.own_words(c.text, head_chars=400 if is_pasted(c.text) else 800)
     questions = len([q for q in own.split("?")[:-1] if len(lx.words(q)) >= 2])
     requests = len(lx.REQUEST_VERB.findall(own.lower()))
     constraints = len(lx.CONSTRAINT_MARK.findall(own))
-    return questions >= 3 or questions + requests >= 4 or questions + requests + constraints >= 6
+    if questions >= 3 or questions + requests >= 4 or questions + requests + constraints >= 6:
+        return True
+    typed = lx.own_words(c.text, head_chars=1500)
+    code = "```" in c.text or len(CODE_LINE.findall(c.text)) >= 3
+    return ((len(lx.LIST_ITEM.findall(typed)) >= OVERLOAD_ITEMS and not code)
+            or len(lx.CHOICE_OPTION.findall(c.text)) >= 12
+            or len(lx.PLEASE_INSTRUCTION.findall(typed)) >= 3
+            or len(lx.BRACKET_SLOT.findall(typed)) >= OVERLOAD_ITEMS)
 
 
 def belittling_or_entitled_pressure(c: TurnContext) -> bool:

@@ -16,6 +16,9 @@ TERSE_MAX_CHARS = 40
 PASTE_MIN_CHARS = 1000  # a single block this long is almost never typed into a chat box
 PASTE_DOC_CHARS = 500  # ... or this long when it spans several lines
 THANKS_MAX_WORDS = 15
+OWN_VOICE_SHARE = 0.08  # a long text this dense in "I/you/please/can..." was typed, not pasted
+_OWN_VOICE_TEXT = "i my me you your please i'm i'd we our us can could want need"
+_OWN_VOICE = frozenset(_OWN_VOICE_TEXT.split())
 
 # Casual spellings real users type: lowercase "i", contractions without an apostrophe, chat
 # abbreviations, doubled punctuation, tripled letters ("sooo"), frequent misspellings.
@@ -26,10 +29,12 @@ _CASUAL = re.compile(
     r"occured|tommorow|goverment|wierd|pleae|plese|jsut|becasue|taht|knwo)\b)|[?!]{2,}|"
     r"(?i:\b[a-z]*([a-z])\1\1[a-z]*\b))"
 )
-_CODE_LINE = re.compile(
+CODE_LINE = re.compile(
     r"(?m)^\s*(?:def |class |import |from \S+ import|function |const |let |var |public |private |"
     r"return\b|#include|SELECT |INSERT |<\w+[ >]|\}|\{|//|/\*)|[;{]\s*$|=>"
 )
+_QUOTED_PASSAGE = re.compile(r"[\"“][^\"”]{250,}")  # a long quoted passage to work on
+_SHELL_TOKEN = re.compile(r"(?:\s--[a-z][\w-]+|&&|\$\(|\s-[a-z]{1,2}\s)")  # a command line
 _TABLE_LINE = re.compile(r"(?m)^\s*\|.*\|\s*$")
 _INTRO_COLON = re.compile(r"(?i)\b(?:following|this|below|these|text|code|article|essay|story|"
                           r"email|script|data|rewrite|summari[sz]e|improve)\b[^.?!\n]{0,40}:\s*\S")
@@ -41,14 +46,25 @@ _NEW_REQUEST = re.compile(r"(?i)\?|\b(?:can|could|would|will) you\b|\bhow (?:do|
                           r"\b(?:now|next|also|but)\b")
 
 
+def _own_voice(text: str) -> float:
+    """Share of the words of ``text`` that address the agent ("I", "you", "please", "can"...)."""
+    tokens = words(text)
+    return sum(w in _OWN_VOICE for w in tokens) / len(tokens) if tokens else 0.0
+
+
 def is_pasted(text: str) -> bool:
     """True when the turn carries pasted material: a code fence, three code-like lines, a table, a
-    long multi-line document, a very long block, or a long text introduced by "following:" etc."""
+    long quoted passage, a command line, a long multi-line document or a very long block (unless
+    it reads as the user's own request), or a long text introduced by "following:" etc."""
     if "```" in text:
         return True
-    if len(_CODE_LINE.findall(text)) >= 3 or len(_TABLE_LINE.findall(text)) >= 2:
+    if len(CODE_LINE.findall(text)) >= 3 or len(_TABLE_LINE.findall(text)) >= 2:
         return True
-    if len(text) >= PASTE_MIN_CHARS or (len(text) >= PASTE_DOC_CHARS and text.count("\n") >= 3):
+    if _QUOTED_PASSAGE.search(text) or len(_SHELL_TOKEN.findall(text[:600])) >= 3:
+        return True
+    long_doc = len(text) >= PASTE_MIN_CHARS or (len(text) >= PASTE_DOC_CHARS
+                                                 and text.count("\n") >= 3)
+    if long_doc and _own_voice(text) < OWN_VOICE_SHARE:
         return True
     match = _INTRO_COLON.search(text)
     return bool(match) and len(text) - match.end() >= 300

@@ -15,10 +15,11 @@ splits, end reasoning for conversations that really ended, and optionally behavi
 batched call per prompt kind. Every label, reasoning and goal records its producer.
 
 Every run also measures the labellers on the packaged hand-labelled set
-(``mimesis.behaviors.quality``: rules, annotator, union and the cross-validated learned labeller;
-per-label and micro precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes
-them to ``<out>/quality.json``, and, with ``combine: mixed`` or ``learned``, labels with the learned labeller
-fitted on the whole set.
+(``mimesis.behaviors.quality``: rules, annotator, union and mixed on its held-out test part, the
+learned labeller by grouped cross-validation; per-label and micro precision/recall/F1 with
+bootstrap CIs), logs the figures to MLflow, writes them to ``<out>/quality.json``, and, with
+``combine: mixed`` or ``learned``, labels with the learned labeller fitted on the whole set
+(``mixed`` takes each trait from the labeller better on the dev part).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class LabelParams:
     max_conversations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
     max_user_turns: int = 4  # label the first N user turns (+ reply); 0 = all. Cut => ended=False
     reasoning_splits: list[str] = field(default_factory=lambda: ["train", "val"])
-    combine: str = "mixed"  # mixed (behaviours union, traits learned) | learned | union | rules | annotator
+    combine: str = "mixed"  # mixed (behaviours union, traits rules|learned per dev) | learned | union | rules | annotator
     trait_min_share: float = 0.5  # terse/typo_rich enter the scenario at this share of turns
     annotator: AnnotatorParams = field(default_factory=AnnotatorParams)
     learned: LearnedParams = field(default_factory=LearnedParams)
@@ -101,7 +102,8 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
             [c for split in SPLITS for c in sampled[split]], annotator,
             max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
             combine_mode=params.combine, trait_min_share=params.trait_min_share,
-            learn=_learner(figures.labeller, embed, params.learned))
+            learn=_learner(figures.labeller, embed, params.learned),
+            rule_traits=figures.rule_traits if params.combine == "mixed" else ())
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json(out_dir / "quality.json", quality.table(figures))
         for split in SPLITS:
@@ -131,14 +133,18 @@ def mlflow_log_quality(figures: quality.Quality) -> None:
 
 
 def print_quality(figures: quality.Quality) -> None:
-    """One line per labeller: micro P/R/F1 (95% CI) over B1-B13 and over the traits."""
-    for name, groups in figures.scores.items():
-        parts = []
-        for group, per in groups.items():
-            m = per["micro"]
-            parts.append(f"{group} P {m.precision:.2f} {_ci(m, 'precision')} "
-                         f"R {m.recall:.2f} {_ci(m, 'recall')} F1 {m.f1:.2f} {_ci(m, 'f1')}")
-        print(f"label gold ({figures.n_turns} turns) {name:9s}: " + "; ".join(parts))
+    """One line per part and labeller: micro P/R/F1 (95% CI) over B1-B13 and over the traits."""
+    sizes = {p: len(k) for p, k in (figures.rows or {}).items()}
+    for part, by_name in figures.scores.items():
+        for name, groups in by_name.items():
+            cells = []
+            for group, per in groups.items():
+                m = per["micro"]
+                cells.append(f"{group} P {m.precision:.2f} {_ci(m, 'precision')} "
+                             f"R {m.recall:.2f} {_ci(m, 'recall')} F1 {m.f1:.2f} {_ci(m, 'f1')}")
+            print(f"label gold {part} ({sizes.get(part, '?')} turns) {name:9s}: "
+                  + "; ".join(cells))
+    print(f"label mixed takes from the rules: {list(figures.rule_traits) or 'no trait'}")
 
 
 def _ci(s, name: str) -> str:
