@@ -1,36 +1,53 @@
-"""Throughput of the batched rollout engine vs one episode at a time, on the same model and scenarios.
+"""Rollout throughput: the engine vs one episode at a time vs HF ``generate``, in one process.
 
-One process, one model load; by default the simulator is the agent's base model behind the
-trained simulator's system prompt (the format RL training uses; ``--prompted`` for the longer
-prompted-baseline prompt, ``--simulator DIR`` for a frozen simulator). The same scenario list (FunctionGym/TravelGym tasks, G episodes
-each) is played twice with the same code: batched (``--max-concurrent`` episodes in flight, one
-agent call and one simulator call per step serving every waiting episode, freed slots refilled
-from the queue) and sequential (``max_concurrent=1``: one episode at a time, batch 1). Both use
-KV-cache reuse across turns unless ``--no-cache``. Generated tokens = agent + simulator tokens
-sampled (reasoning included); episodes differ between the two runs (sampling), so tokens/s is
-the fairer figure, episodes/min is also given.
+One model load; by default the simulator is the agent's base model behind the trained
+simulator's system prompt (the format RL training uses; ``--prompted`` for the longer
+prompted-baseline prompt, ``--simulator DIR`` for a frozen simulator). The same scenario list
+(FunctionGym/TravelGym tasks, G episodes each) is played by every arm with the same rollout
+engine; the arms differ only in what samples the agent's and the simulator's turns:
 
-The machine may be shared: other jobs change the speed of both runs over time. ``--repeats N``
-plays the pair N times in ABBA order (batched, sequential, sequential, batched, …), so a load
-that drifts steadily weighs on both arms alike, and the ratios are of the arms' pooled figures
-(total episodes or tokens over total seconds). Process CPU time is reported next to wall time
-as a check: with one torch thread it leaves out the time the process waited for a core, though
-not the slowdown from other jobs sharing memory bandwidth (seen here: the same batched pass took
-64 s of CPU in one run and 113 s in another, next to a 9 GB pipeline job).
+- ``engine``: :class:`~mimesis.rl.sampling.TokenSampler` with ``--max-concurrent`` episodes in
+  flight (one agent and one simulator call per step serving every waiting episode, freed slots
+  refilled from the queue), KV reuse across turns (unless ``--no-cache``), GQA attention without
+  copies and ``fast_linears``;
+- ``engine-no-fast-linears``: the same with ``SamplingParams.fast_linears=False``: what
+  ``fast_linears`` earns (kept only at >= 1.3x, tracker issue 14);
+- ``sequential``: the ``engine`` sampler at ``max_concurrent=1`` (batch 1);
+- ``hf-generate``, the library baseline: the same engine and batches, each call answered by one
+  left-padded ``model.generate`` on the whole batch (same sampling: temperature, top-p, no top-k;
+  same per-turn limit, EOS stops a row). So it is the engine's batching with plain HF
+  generation per call: every turn re-prefills the whole history, finished rows stay in the batch
+  until the last one ends, and attention and linears are transformers' own. Playing the episodes
+  (rather than timing ``generate`` on fixed prompts) keeps the prompt lengths, batch sizes and
+  per-turn token budget of agent and simulator turns exactly those of the other arms, so the
+  ratio measures only the sampler.
 
-    python benchmarks/rollout.py --model tiny-llama --episodes 8     # seconds
-    python benchmarks/rollout.py                                     # smollm2-135m (minutes)
+Generated tokens = agent + simulator tokens kept (reasoning included; an HF row's pads after its
+EOS are not counted). Episodes differ between arms (sampling), so tokens/s is the fairer figure;
+episodes/min is also given.
+
+The machine may be shared: other jobs change the speed over time. ``--repeats N`` plays every
+arm N times, the order reversed on every other repeat (A B C D D C B A …), so a load that drifts
+steadily weighs on all arms alike (use an even N); ratios are of the arms' pooled figures (total
+tokens over total seconds). Process CPU time is reported next to wall time as a check: with one
+torch thread it leaves out the time the process waited for a core, though not the slowdown from
+other jobs sharing memory bandwidth (seen here: the same batched pass took 64 s of CPU in one
+run and 113 s in another, next to a 9 GB pipeline job).
+
+    python benchmarks/rollout.py --model tiny-llama --quick          # seconds: a smoke check
+    python benchmarks/rollout.py --threads 1 --repeats 2 --episodes 16 --out /tmp/bench.json
     python benchmarks/rollout.py --simulator data/freeze_user/simulator
-    python benchmarks/rollout.py --threads 1     # on a CPU shared with other jobs
-    python benchmarks/rollout.py --threads 1 --repeats 2    # B S S B, pooled ratios
+    python benchmarks/rollout.py --arms engine,hf-generate            # a subset of the arms
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,13 +62,69 @@ import torch
 
 from mimesis.models.base import load_base
 from mimesis.rl import RolloutEngine, RolloutParams, SamplingParams, ScenarioSpec, TokenSampler
+from mimesis.rl.sampling import Sample
 from mimesis.simulator.baseline import prompted_user_simulator
 from mimesis.simulator.runtime import UserSimulator
+
+ARMS = ("engine", "engine-no-fast-linears", "sequential", "hf-generate")
+HF, SEQUENTIAL = "hf-generate", "sequential"
+FAST_LINEARS_BAR = 1.3  # engine / engine-no-fast-linears tokens/s needed to keep fast_linears
+QUICK = {"episodes": 4, "group_size": 2, "max_concurrent": 4, "max_turns": 2,
+         "max_new_tokens": 8, "repeats": 1}
+
+
+class HFGenerate:
+    """:class:`~mimesis.rl.sampling.TokenGenerateFn` (and ``chat``) on plain ``model.generate``.
+
+    Each chunk of ``params.batch_size`` prompts is one left-padded ``generate`` call with
+    ``max_new_tokens`` = the chunk's largest limit; each row is then cut at its EOS and its own
+    limit. Log-probs are those :class:`TokenSampler` returns (``log_softmax(logits /
+    temperature)`` of the drawn token), from the raw logits ``generate`` hands back. Sampling
+    draws from the global torch generator (``generate`` takes no other).
+    """
+
+    chat = TokenSampler.chat  # the same rendering of simulator chats
+
+    def __init__(self, model, tokenizer, params: SamplingParams | None = None) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.params = params or SamplingParams()
+        self.sampled_tokens = 0
+
+    def __call__(self, prompts: Sequence[Sequence[int]],
+                 max_new_tokens: Sequence[int]) -> list[Sample]:
+        size = self.params.batch_size
+        return [s for i in range(0, len(prompts), size)
+                for s in self._generate(prompts[i:i + size], max_new_tokens[i:i + size])]
+
+    @torch.inference_mode()
+    def _generate(self, prompts: Sequence[Sequence[int]], limits: Sequence[int]) -> list[Sample]:
+        tok, p = self.tokenizer, self.params
+        width = max(len(x) for x in prompts)
+        ids = torch.tensor([[tok.pad_token_id] * (width - len(x)) + list(x) for x in prompts])
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in prompts])
+        sampling = ({"do_sample": True, "temperature": p.temperature, "top_p": p.top_p, "top_k": 0}
+                    if p.temperature > 0 else {"do_sample": False})
+        out = self.model.generate(input_ids=ids.to(self.model.device),
+                                  attention_mask=mask.to(self.model.device),
+                                  max_new_tokens=max(limits), pad_token_id=tok.pad_token_id,
+                                  eos_token_id=tok.eos_token_id, return_dict_in_generate=True,
+                                  output_logits=True, **sampling)
+        new = out.sequences[:, width:]
+        scaled = torch.stack(out.logits, dim=1).float() / (p.temperature or 1.0)  # [rows, steps, V]
+        logps = scaled.gather(-1, new[..., None])[..., 0] - torch.logsumexp(scaled, dim=-1)
+        samples = []
+        for row, limit in zip(new.tolist(), limits, strict=True):
+            row = row[:limit]
+            if tok.eos_token_id in row:
+                row = row[:row.index(tok.eos_token_id) + 1]
+            samples.append(Sample(row, logps[len(samples), :len(row)].tolist()))
+        self.sampled_tokens += sum(len(s.ids) for s in samples)
+        return samples
 
 
 @dataclass
 class Run:
-    """Measurements of one pass over the scenarios."""
+    """Measurements of one pass of one arm over the scenarios."""
 
     name: str
     seconds: float
@@ -76,7 +149,7 @@ class Run:
         return self.generated_tokens / self.seconds
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m", help="smollm2-135m | tiny-llama | HF folder")
     p.add_argument("--simulator", type=Path, default=None,
@@ -85,6 +158,7 @@ def parse_args() -> argparse.Namespace:
                    help="simulator system prompt of the prompted baseline (~2x longer) instead "
                         "of the trained simulator's, which RL training uses")
     p.add_argument("--envs", default="FunctionGym,TravelGym")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated subset of {ARMS}")
     p.add_argument("--episodes", type=int, default=16)
     p.add_argument("--group-size", type=int, default=2)
     p.add_argument("--max-concurrent", type=int, default=16)
@@ -98,13 +172,18 @@ def parse_args() -> argparse.Namespace:
                         "cores busy, 2 OpenMP threads spin-wait and decode ~15x slower")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=2,
-                   help="pairs of runs, in ABBA order; ratios of the pooled figures")
-    p.add_argument("--hf-reference", action="store_true",
-                   help="also time plain HF generate on the scenarios' opening prompts at batch "
-                        "--max-concurrent and at batch 1 (same model, threads, sampling, tokens): "
-                        "the machine's batching headroom under the same load")
-    p.add_argument("--json", type=Path, default=None, help="write the figures here")
-    return p.parse_args()
+                   help="passes of every arm, order reversed every other pass; pooled ratios")
+    p.add_argument("--quick", action="store_true",
+                   help=f"smoke-check sizes (explicit flags still win): {QUICK}")
+    p.add_argument("--out", "--json", type=Path, default=None, help="write the figures here")
+    args = p.parse_args(argv)
+    if args.quick:
+        p.set_defaults(**QUICK)
+        args = p.parse_args(argv)
+    unknown = set(args.arms.split(",")) - set(ARMS)
+    if unknown:
+        p.error(f"unknown arms {sorted(unknown)}; choose from {ARMS}")
+    return args
 
 
 def build(args: argparse.Namespace):
@@ -119,129 +198,123 @@ def build(args: argparse.Namespace):
     return model, tok, sim_model, sim_tok, factory
 
 
-def play(name: str, args, models, specs: list[ScenarioSpec], max_concurrent: int) -> Run:
+def play(arm: str, args, models, specs: list[ScenarioSpec]) -> Run:
+    """One pass of ``arm`` (see the module docstring) over ``specs``."""
     model, tok, sim_model, sim_tok, make_sim = models
     cache = 0 if args.no_cache else 4 * args.max_concurrent
     sampling = SamplingParams(temperature=args.temperature, top_p=0.95,
                               max_new_tokens=args.max_new_tokens, batch_size=args.max_concurrent,
-                              cache_entries=cache)
-    agent = TokenSampler(model, tok, sampling, seed=args.seed)
-    user_model = TokenSampler(sim_model, sim_tok, sampling, seed=args.seed + 1)
-    params = RolloutParams(group_size=args.group_size, max_concurrent=max_concurrent,
+                              cache_entries=cache, fast_linears=arm != "engine-no-fast-linears")
+    torch.manual_seed(args.seed)  # hf-generate's sampling
+    if arm == HF:
+        agent, user_model = HFGenerate(model, tok, sampling), HFGenerate(sim_model, sim_tok, sampling)
+    else:
+        agent = TokenSampler(model, tok, sampling, seed=args.seed)
+        user_model = TokenSampler(sim_model, sim_tok, sampling, seed=args.seed + 1)
+    params = RolloutParams(group_size=args.group_size,
+                           max_concurrent=1 if arm == SEQUENTIAL else args.max_concurrent,
                            max_turns=args.max_turns, max_new_tokens=args.max_new_tokens,
                            max_completion_tokens=args.max_completion_tokens)
     engine = RolloutEngine(agent, tok, make_sim(user_model.chat, max_turns=args.max_turns), params)
     load = os.getloadavg()[0]
     start, cpu = time.perf_counter(), time.process_time()
-    records = engine.run(specs, desc=name)
+    records = engine.run(specs, desc=arm)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = engine.stats
     ends: dict[str, int] = {}
     for r in records:
         ends[r.termination] = ends.get(r.termination, 0) + 1
-    return Run(name, seconds, cpu, len(records),
-               agent.sampled_tokens + user_model.sampled_tokens,
+    reused = sum(s.cache.reused_tokens for s in (agent, user_model) if isinstance(s, TokenSampler))
+    return Run(arm, seconds, cpu, len(records), agent.sampled_tokens + user_model.sampled_tokens,
                sum(r.agent_tokens for r in records), len(stats.agent_batches),
                sum(stats.agent_batches) / max(len(stats.agent_batches), 1),
                len(stats.user_batches), sum(stats.user_batches) / max(len(stats.user_batches), 1),
-               agent.cache.reused_tokens + user_model.cache.reused_tokens, ends,
-               (load, os.getloadavg()[0]))
+               reused, ends, (load, os.getloadavg()[0]))
 
 
-def hf_reference(args, model, tok, specs: list[ScenarioSpec]) -> tuple[float, float]:
-    """Tokens/s of plain ``model.generate`` at batch ``--max-concurrent`` and at batch 1, on the
-    agent's opening prompts (G copies of each scenario's), exactly ``--max-new-tokens`` each."""
-    from mimesis.envs import make
-
-    openings = []
-    for spec in specs:
-        obs, _ = make(spec.env, max_turns=args.max_turns).reset(seed=spec.seed)
-        text = tok.apply_chat_template([{"role": "user", "content": obs}], tokenize=False,
-                                       add_generation_prompt=True)
-        openings += [text] * args.group_size
-    kwargs = {"do_sample": True, "temperature": args.temperature, "top_p": 0.95,
-              "max_new_tokens": args.max_new_tokens, "min_new_tokens": args.max_new_tokens,
-              "pad_token_id": tok.pad_token_id}
-    side, tok.padding_side = tok.padding_side, "left"
-    try:
-        timings = {}
-        for batch in (args.max_concurrent, 1):
-            start = time.perf_counter()
-            for i in range(0, len(openings), batch):
-                inputs = tok(openings[i:i + batch], return_tensors="pt", padding=True,
-                             add_special_tokens=False)
-                with torch.inference_mode():
-                    model.generate(**inputs, **kwargs)
-            timings[batch] = len(openings) * args.max_new_tokens / (time.perf_counter() - start)
-    finally:
-        tok.padding_side = side
-    return timings[args.max_concurrent], timings[1]
-
-
-def pooled(runs: list[Run]) -> tuple[float, float, float, float]:
-    """(episodes/min, tokens/s, episodes per CPU-minute, tokens per CPU-second) of ``runs``
-    together."""
+def pooled(runs: list[Run]) -> dict[str, float]:
+    """Figures of ``runs`` together: totals over total wall (and process CPU) seconds."""
     seconds, cpu = sum(r.seconds for r in runs), sum(r.cpu_seconds for r in runs)
     episodes, tokens = sum(r.episodes for r in runs), sum(r.generated_tokens for r in runs)
-    return 60 * episodes / seconds, tokens / seconds, 60 * episodes / cpu, tokens / cpu
+    return {"seconds": seconds, "cpu_seconds": cpu, "episodes_per_min": 60 * episodes / seconds,
+            "tokens_per_s": tokens / seconds, "tokens_per_cpu_s": tokens / cpu,
+            "mean_agent_batch": sum(r.mean_agent_batch * r.agent_calls for r in runs)
+            / max(sum(r.agent_calls for r in runs), 1)}
 
 
-def main() -> None:
-    args = parse_args()
+def summary(runs: list[Run], arms: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Pooled figures per arm, with tokens/s ratios to the HF and sequential arms (NaN when
+    that arm was not run)."""
+    table = {arm: pooled([r for r in runs if r.name == arm]) for arm in arms}
+    for figures in table.values():
+        for ref, key in ((HF, "vs_hf"), (SEQUENTIAL, "vs_sequential")):
+            base = table.get(ref)
+            figures[key] = figures["tokens_per_s"] / base["tokens_per_s"] if base else math.nan
+            figures[f"cpu_{key}"] = (figures["tokens_per_cpu_s"] / base["tokens_per_cpu_s"]
+                                     if base else math.nan)
+    return table
+
+
+def markdown(table: dict[str, dict[str, float]]) -> str:
+    """The pooled table as README markdown."""
+    head = ("| arm | s | CPU s | episodes/min | gen tokens/s | vs HF generate | vs sequential "
+            "| by CPU time: vs HF, vs sequential |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for arm, f in table.items():
+        lines.append(f"| {arm} | {f['seconds']:.1f} | {f['cpu_seconds']:.1f} | "
+                     f"{f['episodes_per_min']:.2f} | {f['tokens_per_s']:.2f} | "
+                     f"{f['vs_hf']:.2f}× | {f['vs_sequential']:.2f}× | "
+                     f"{f['cpu_vs_hf']:.2f}×, {f['cpu_vs_sequential']:.2f}× |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the benchmark; print the tables; return (and write to ``--out``) the figures."""
+    args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    arms = [a for a in ARMS if a in args.arms.split(",")]
     envs = args.envs.split(",")
     n_scenarios = max(args.episodes // args.group_size, 1)
     specs = [ScenarioSpec(env=envs[i % len(envs)], seed=args.seed + i) for i in range(n_scenarios)]
     load_before = os.getloadavg()
     models = build(args)
-    # Warm-up (first-call allocations, column-major weight copies) outside the timings.
+    # Warm-up (first-call allocations, fast_linears' weight copies) outside the timings.
     for model, tok in {id(models[0]): models[:2], id(models[2]): models[2:4]}.values():
-        TokenSampler(model, tok)([tok("warm up")["input_ids"]], [4])
-    runs: list[Run] = []
-    for i in range(2 * args.repeats):
-        batched_now = i % 4 in (0, 3)  # B S S B B S S B ...
-        runs.append(play("batched" if batched_now else "sequential", args, models, specs,
-                         args.max_concurrent if batched_now else 1))
-    batched = [r for r in runs if r.name == "batched"]
-    sequential = [r for r in runs if r.name == "sequential"]
+        for sampler in (TokenSampler(model, tok), HFGenerate(model, tok)):
+            sampler([tok("warm up")["input_ids"]], [4])
+    runs = [play(arm, args, models, specs) for i in range(args.repeats)
+            for arm in (arms if i % 2 == 0 else arms[::-1])]
     load_after = os.getloadavg()
     sim = f"{args.simulator or 'base model'}{' (prompted baseline prompt)' if args.prompted else ''}"
     print(f"\nmodel {args.model}, simulator {sim}; "
           f"{len(specs)} scenarios x G={args.group_size}, max {args.max_turns} turns, "
-          f"{args.max_new_tokens} new tokens/turn, KV reuse {'off' if args.no_cache else 'on'}, "
-          f"torch threads {torch.get_num_threads()}, load avg {load_before[0]:.1f} -> "
-          f"{load_after[0]:.1f}")
-    print(f"{'run':<11}{'s':>8}{'cpu s':>8}{'episodes/min':>14}{'gen tok/s':>11}{'gen tok':>9}"
+          f"{args.max_new_tokens} new tokens/turn, batch {args.max_concurrent}, KV reuse "
+          f"{'off' if args.no_cache else 'on'}, torch threads {torch.get_num_threads()}, "
+          f"load avg {load_before[0]:.1f} -> {load_after[0]:.1f}")
+    print(f"{'run':<24}{'s':>8}{'cpu s':>8}{'episodes/min':>14}{'gen tok/s':>11}{'gen tok':>9}"
           f"{'agent calls':>13}{'mean batch':>12}{'user calls':>12}{'mean batch':>12}{'load':>11}")
     for r in runs:
-        print(f"{r.name:<11}{r.seconds:>8.1f}{r.cpu_seconds:>8.1f}{r.episodes_per_min:>14.2f}"
+        print(f"{r.name:<24}{r.seconds:>8.1f}{r.cpu_seconds:>8.1f}{r.episodes_per_min:>14.2f}"
               f"{r.tokens_per_s:>11.2f}{r.generated_tokens:>9}{r.agent_calls:>13}"
               f"{r.mean_agent_batch:>12.2f}{r.user_calls:>12}{r.mean_user_batch:>12.2f}"
               f"{r.load_avg[0]:>5.1f}->{r.load_avg[1]:<4.1f}  {r.terminations}")
-    b, q = pooled(batched), pooled(sequential)
-    ratio_eps, ratio_tok = b[0] / q[0], b[1] / q[1]
-    if args.repeats > 1:
-        print(f"pooled over {args.repeats} pairs (ABBA order)")
-    print(f"batched / sequential: {ratio_eps:.2f}x episodes/min, {ratio_tok:.2f}x tokens/s")
-    print(f"by process CPU time:  {b[2] / q[2]:.2f}x episodes/min, {b[3] / q[3]:.2f}x tokens/s")
-    reference = None
-    if args.hf_reference:
-        load = os.getloadavg()[0]
-        reference = hf_reference(args, models[0], models[1], specs)
-        print(f"plain HF generate on the opening prompts, batch {args.max_concurrent} / batch 1: "
-              f"{reference[0]:.2f} / {reference[1]:.2f} tokens/s = "
-              f"{reference[0] / reference[1]:.2f}x (load avg {load:.1f} -> "
-              f"{os.getloadavg()[0]:.1f})")
-    if args.json:
-        figures = {"args": {k: str(v) for k, v in vars(args).items()},
-                   "runs": [asdict(r) for r in runs],
-                   "ratio_episodes_per_min": ratio_eps, "ratio_tokens_per_s": ratio_tok,
-                   "ratio_cpu_episodes": b[2] / q[2], "ratio_cpu_tokens": b[3] / q[3],
-                   "hf_reference_tokens_per_s": reference,
-                   "load_avg": [load_before, load_after]}
-        args.json.write_text(json.dumps(figures, indent=2))
+    table = summary(runs, arms)
+    print(f"\npooled over {args.repeats} pass(es) per arm (order reversed every other pass)\n")
+    print(markdown(table))
+    gain = None
+    if "engine" in table and "engine-no-fast-linears" in table:
+        gain = table["engine"]["tokens_per_s"] / table["engine-no-fast-linears"]["tokens_per_s"]
+        print(f"\nfast_linears: engine / engine-no-fast-linears = {gain:.2f}x tokens/s "
+              f"({'keep' if gain >= FAST_LINEARS_BAR else 'delete'}: the bar is "
+              f"{FAST_LINEARS_BAR}x)")
+    figures = {"args": {k: str(v) for k, v in vars(args).items()},
+               "runs": [asdict(r) for r in runs], "arms": table, "fast_linears_gain": gain,
+               "markdown": markdown(table), "load_avg": [load_before, load_after]}
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2))
+    return figures
 
 
 if __name__ == "__main__":
