@@ -46,11 +46,14 @@ class ChatReply:
         text: The first choice's content (``""`` when rejected or when the reply has no choice).
         model: The model id the endpoint reports having served (``""`` if it reports none).
         rejected: Why the server refused the request as invalid (400/422); ``""`` if accepted.
+        finish_reason: The first choice's ``finish_reason`` (``""`` if none), e.g. ``mimesis
+            serve``'s ``end_conversation``.
     """
 
     text: str
     model: str = ""
     rejected: str = ""
+    finish_reason: str = ""
 
 
 class ChatClient:
@@ -91,16 +94,18 @@ class ChatClient:
         self.client = client
 
     def complete(self, messages: Messages, *, max_tokens: int, temperature: float,
-                 top_p: float | None = None, seed: int | None = None) -> ChatReply:
-        """One completion of ``messages`` (``top_p`` and ``seed`` are sent only when given).
+                 top_p: float | None = None, seed: int | None = None,
+                 extra_body: dict[str, Any] | None = None) -> ChatReply:
+        """One completion of ``messages`` (``top_p``, ``seed`` and ``extra_body`` — extra JSON
+        body fields such as ``mimesis serve``'s ``scenario`` — are sent only when given).
 
         Raises:
             ChatAPIError: (as ``error``) the endpoint failed after retries, or refused the key
                 or the model.
         """
         errors = self._openai
-        extra: dict[str, Any] = {k: v for k, v in (("top_p", top_p), ("seed", seed))
-                                 if v is not None}
+        extra: dict[str, Any] = {k: v for k, v in (("top_p", top_p), ("seed", seed),
+                                                   ("extra_body", extra_body)) if v is not None}
         try:
             response = self.client.chat.completions.create(
                 model=self.model, messages=messages, max_tokens=max_tokens,
@@ -112,4 +117,6 @@ class ChatClient:
                               f"{type(exc).__name__}: {exc}") from exc
         choices = response.choices or []
         text = (choices[0].message.content or "") if choices else ""
-        return ChatReply(text, model=(getattr(response, "model", "") or "").strip())
+        finish = (getattr(choices[0], "finish_reason", "") or "") if choices else ""
+        return ChatReply(text, model=(getattr(response, "model", "") or "").strip(),
+                         finish_reason=str(finish))

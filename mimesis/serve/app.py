@@ -6,6 +6,9 @@ Endpoints (all JSON; errors are OpenAI-shaped ``{"error": {"message", "type", "p
   reasoning kept server-side). Point an OpenAI client's ``base_url`` at
   ``http://127.0.0.1:8000/ep/<episode_id>/v1``.
 * ``POST /v1/chat/completions`` — stateless: next user turn from the request alone.
+* ``POST /sim/ep/{episode_id}/v1/chat/completions``, ``POST /sim/v1/chat/completions`` — the
+  same in the simulator's view (scenario as the system message, roles flipped; also chosen by
+  the body field ``"view": "simulator"``; :mod:`mimesis.serve.schemas`).
 * ``GET /ep/{episode_id}/private`` — the episode's reasoning, flags and raw generations.
 * ``DELETE /ep/{episode_id}``, ``GET /v1/models``, ``GET /health``, ``GET /stats``.
 
@@ -88,6 +91,14 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
     @app.post("/ep/{episode_id}/v1/chat/completions")
     async def episode(episode_id: str, body: ChatCompletionRequest) -> dict:
         return await service.episode(episode_id, body)
+
+    @app.post("/sim/v1/chat/completions")
+    async def stateless_sim(body: ChatCompletionRequest) -> dict:
+        return await service.stateless(body, "simulator")
+
+    @app.post("/sim/ep/{episode_id}/v1/chat/completions")
+    async def episode_sim(episode_id: str, body: ChatCompletionRequest) -> dict:
+        return await service.episode(episode_id, body, "simulator")
 
     @app.get("/ep/{episode_id}/private")
     async def private(episode_id: str) -> PrivateView:

@@ -11,20 +11,34 @@ earlier turns. That is already the convention of :class:`~mimesis.simulator.runt
 * consecutive messages of one side are joined with a blank line (an agent may answer in parts);
 * the agent messages after the last user message are the agent's new turn; none at all (no user
   message either) asks for the opening user turn.
+
+A simulator-side request (``view: simulator``: scenario as the system message, ``assistant`` =
+the simulated user, ``user`` = the agent) is flipped back into the agent's side by
+:func:`read_simulator_request` and then read by the same :func:`read_request`, so both views
+give the same :class:`AgentView`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 
 from mimesis.schemas import Scenario, Turn
-from mimesis.serve.schemas import APIError, ChatMessage
+from mimesis.serve.schemas import MAX_GOAL_CHARS, APIError, ChatMessage
 from mimesis.simulator.guards import is_pleasantry
 from mimesis.simulator.runtime import NO_REPLY, UserState
 
 _HIDDEN_ROLES = {"system", "developer", "tool", "function"}
+_FLIP = {"user": "assistant", "assistant": "user"}
+_SCENARIO_BLOCK = re.compile(r"<scenario>(.*?)</scenario>", re.DOTALL)
+# Simulator-view wording of read_request's errors (its own speak of the agent's side).
+_SIM_ERRORS = {
+    "blank_user_message": "an assistant message (the simulated user's turn) is blank",
+    "agent_message_missing": "the conversation ends with an assistant message (the simulated "
+    "user's): append the agent's reply as a user message to get the next turn",
+}
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,45 @@ def read_request(messages: list[ChatMessage]) -> AgentView:
     history = [Turn(role=role, text=_norm(role, text))  # type: ignore[arg-type]
                for role, text in turns]
     return AgentView(history=history, agent_message=agent_message)
+
+
+def read_simulator_request(messages: list[ChatMessage]) -> tuple[AgentView, str | None]:
+    """The :class:`AgentView` of a simulator-side request, and its scenario text.
+
+    Returns:
+        ``(view, goal)``: ``view`` as :func:`read_request` reads the flipped messages (the
+        simulator's ``assistant`` turns become ``user`` turns and vice versa; tool calls and tool
+        results dropped), ``goal`` the ``system``/``developer`` text (inside ``<scenario>…
+        </scenario>`` when present), ``None`` without one.
+
+    Raises:
+        APIError: 400 as :func:`read_request`, or a scenario over ``MAX_GOAL_CHARS`` characters.
+    """
+    system = "\n\n".join(message_text(m, i) for i, m in enumerate(messages)
+                          if m.role in ("system", "developer")).strip()
+    block = _SCENARIO_BLOCK.search(system)
+    goal = (block.group(1) if block else system).strip()
+    if len(goal) > MAX_GOAL_CHARS:
+        raise APIError(400, f"the scenario (system message) has {len(goal)} characters, over "
+                       f"{MAX_GOAL_CHARS}", param="messages.0.content", code="scenario_too_long")
+    flipped = [m.model_copy(update={"role": "tool" if _only_tool_calls(m, i)
+                                    else _FLIP.get(m.role, m.role)})
+               for i, m in enumerate(messages)]
+    try:
+        view = read_request(flipped)
+    except APIError as err:
+        if err.body.error.code not in _SIM_ERRORS:
+            raise
+        detail = err.body.error
+        raise APIError(err.status, _SIM_ERRORS[detail.code], param=detail.param,
+                       code=detail.code) from err
+    return view, goal or None
+
+
+def _only_tool_calls(message: ChatMessage, index: int) -> bool:
+    """A simulated user's tool call without text (tau2 user tools): not part of the chat."""
+    return (message.role == "assistant" and not message_text(message, index).strip()
+            and bool((message.model_extra or {}).get("tool_calls")))
 
 
 def check_continues(state: UserState, view: AgentView, episode_id: str) -> None:

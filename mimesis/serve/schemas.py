@@ -1,11 +1,25 @@
 """Wire format of ``mimesis serve``: OpenAI chat-completions requests and responses, plus errors.
 
-The request is the OpenAI one, seen from the *agent's* side (``assistant`` = the agent,
-``user`` = the simulated user's earlier turns), with two optional extra body fields that pick the
-scenario of an episode (send them with the OpenAI client's ``extra_body``):
+The request is the OpenAI one, in one of two conventions (:data:`View`), chosen explicitly by
+the path prefix ``/sim`` or the body field ``view``:
+
+* ``agent`` (default; ``/v1/…``, ``/ep/{id}/v1/…``): seen from the *agent's* side
+  (``assistant`` = the agent, ``user`` = the simulated user's earlier turns; ``system`` = the
+  agent's own instructions, not read);
+* ``simulator`` (``/sim/v1/…``, ``/sim/ep/{id}/v1/…``, or ``"view": "simulator"``): seen from
+  the *simulator's* side, as tau2-bench's user simulator sends it: the ``system`` message is the
+  scenario (the goal; text inside ``<scenario>…</scenario>`` when there is such a block),
+  ``assistant`` = the simulated user's earlier turns, ``user`` = the agent's messages.
+
+Optional extra body fields pick the scenario of an episode (send them with the OpenAI client's
+``extra_body``; in the simulator view instead of a system message, not with one):
 
 * ``scenario``: ``{"goal": str, "behaviors": ["B3", ...], "traits": ["terse", ...]}``;
 * ``scenario_id``: the id of a conversation in the server's scenario file (``--scenarios``).
+
+Both views read into the same episode state (:mod:`mimesis.serve.messages`), so the same episode
+and seed give the same turn, with the same guarantees (reasoning never in a response, the end
+signal below).
 
 The response is a ``chat.completion`` whose single choice holds the simulated user's next message,
 without its private reasoning, and an extra ``mimesis`` object (episode id, turn, end reason,
@@ -28,6 +42,9 @@ END_FINISH_REASON = "end_conversation"
 STOP_FINISH_REASON = "stop"
 """``finish_reason`` of every other response."""
 END_CONTENT = END_SIGNAL
+View = Literal["agent", "simulator"]
+"""Request conventions: the agent's messages, or the simulator's (scenario as system message,
+roles flipped)."""
 MAX_GOAL_CHARS = 4000
 MAX_SEED = 2**63 - 1
 """Largest ``seed`` (torch and vLLM take a signed 64-bit one; larger ones get a 400)."""
@@ -106,6 +123,7 @@ class ChatCompletionRequest(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     scenario: ScenarioIn | None = None
     scenario_id: str | None = Field(default=None, min_length=1, max_length=256)
+    view: View | None = None
 
 
 class ResponseMessage(BaseModel):

@@ -20,8 +20,10 @@ from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EPISODE_ID, EpisodeStore, state_bytes
 from mimesis.serve.fitting import PromptTooLongError
 from mimesis.serve.messages import (
+    AgentView,
     check_continues,
     read_request,
+    read_simulator_request,
     scenario_equal,
     stateless_state,
 )
@@ -38,6 +40,7 @@ from mimesis.serve.schemas import (
     PrivateView,
     ResponseMessage,
     Usage,
+    View,
 )
 from mimesis.simulator.runtime import UserState
 
@@ -102,45 +105,81 @@ class SimulatorService:
             return Scenario(goal=self.config.default_goal, annotator="server")
         return None
 
-    def _required_scenario(self, body: ChatCompletionRequest) -> Scenario:
-        scenario = self.scenario(body)
+    def read(self, body: ChatCompletionRequest, path_view: View | None = None
+             ) -> tuple[AgentView, Scenario | None, bool]:
+        """A request in either view (:data:`~mimesis.serve.schemas.View`), read.
+
+        Args:
+            body: The request.
+            path_view: ``simulator`` for the ``/sim`` routes, else ``None``.
+
+        Returns:
+            ``(view, scenario, named)``: the agent-side :class:`AgentView`, the scenario (the
+            request's, else the server default; ``None`` without either) and whether the
+            request named it (a field or, in the simulator view, the system message).
+
+        Raises:
+            APIError: 400 for a ``view`` field that contradicts the path, a system-message
+                scenario sent with ``scenario``/``scenario_id``, or a bad request.
+        """
+        if path_view and body.view and body.view != path_view:
+            raise APIError(400, f"view={body.view!r} on a /sim route (the simulator view)",
+                           param="view", code="conflicting_parameters")
+        named = body.scenario is not None or body.scenario_id is not None
+        if (body.view or path_view or "agent") == "agent":
+            return read_request(body.messages), self.scenario(body), named
+        view, goal = read_simulator_request(body.messages)
+        if goal is None:
+            return view, self.scenario(body), named
+        if named:
+            raise APIError(400, "the simulator view takes the scenario from the system message: "
+                           "send it there or in scenario/scenario_id, not both",
+                           param="scenario", code="conflicting_parameters")
+        return view, Scenario(goal=goal, annotator="client"), True
+
+    @staticmethod
+    def _required(scenario: Scenario | None) -> Scenario:
         if scenario is None:
             raise APIError(400, "no scenario: send extra_body={'scenario': {'goal': ...}} or "
-                           "{'scenario_id': ...} (the server has no default goal)",
-                           param="scenario", code="scenario_required")
+                           "{'scenario_id': ...} (or, in the simulator view, a system message; "
+                           "the server has no default goal)", param="scenario",
+                           code="scenario_required")
         return scenario
 
-    async def stateless(self, body: ChatCompletionRequest) -> dict:
-        """``POST /v1/chat/completions``: the next user turn from the request alone (earlier
-        reasoning unknown; nothing kept)."""
-        sampling, view = self.sampling(body), read_request(body.messages)
-        state = stateless_state(self.simulator.init_state(self._required_scenario(body)), view)
+    async def stateless(self, body: ChatCompletionRequest, path_view: View | None = None) -> dict:
+        """``POST /v1/chat/completions`` (``/sim/v1/…``: simulator view): the next user turn
+        from the request alone (earlier reasoning unknown; nothing kept)."""
+        sampling = self.sampling(body)
+        view, scenario, _ = self.read(body, path_view)
+        state = stateless_state(self.simulator.init_state(self._required(scenario)), view)
         self._check_fits(view.agent_message, state)
         result = await self.simulator.next_message(view.agent_message, state, sampling)
         return self._completion(result, None)
 
-    async def episode(self, episode_id: str, body: ChatCompletionRequest) -> dict:
-        """``POST /ep/{episode_id}/v1/chat/completions``: the next user turn of an episode.
+    async def episode(self, episode_id: str, body: ChatCompletionRequest,
+                      path_view: View | None = None) -> dict:
+        """``POST /ep/{episode_id}/v1/chat/completions`` (``/sim/ep/…``: simulator view): the
+        next user turn of an episode.
 
         Raises:
             APIError: 400 bad id or request, 404 unknown/expired episode with history, 409 the
                 request does not continue the episode or names another scenario.
         """
         check_episode_id(episode_id)
-        sampling, view = self.sampling(body), read_request(body.messages)
+        sampling = self.sampling(body)
+        view, scenario, named = self.read(body, path_view)
         episode = self.store.get(episode_id)
         if episode is None:
             if view.user_turns():
                 raise APIError(404, f"episode {episode_id!r} is unknown or expired, and the "
                                "request continues a conversation", param="episode_id",
                                code="episode_not_found")
-            state = self.simulator.init_state(self._required_scenario(body))
+            state = self.simulator.init_state(self._required(scenario))
             episode = self.store.create(episode_id, state)
-        else:
-            named = self.scenario(body) if (body.scenario or body.scenario_id) else None
-            if named is not None and not scenario_equal(named, episode.state.scenario):
-                raise APIError(409, f"episode {episode_id!r} runs another scenario",
-                               param="scenario", code="scenario_mismatch")
+        elif named and scenario is not None and not scenario_equal(scenario,
+                                                                   episode.state.scenario):
+            raise APIError(409, f"episode {episode_id!r} runs another scenario",
+                           param="scenario", code="scenario_mismatch")
         async with episode.lock:
             key = view.fingerprint()
             if episode.replay_key == key and episode.replay is not None:
