@@ -81,6 +81,11 @@ class AgentRLParams:
     keep_checkpoints: bool = False
     scenario_seed: int = 0  # seed of the first scenario (consecutive seeds after it)
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
+    # agent rollout tokens: cpu (TokenSampler) | vllm-colocate | vllm-server (mimesis.rl.generators)
+    generator: str = "cpu"
+    vllm_server_host: str = "127.0.0.1"  # vllm-server: where `trl vllm-serve` listens
+    vllm_server_port: int = 8000
+    vllm_gpu_memory_utilization: float = 0.3  # vllm-colocate: share of each GPU for vLLM
     dynamic_sampling: DynamicSamplingParams = field(default_factory=DynamicSamplingParams)
     seed: int = 13
     profile: str = "default"
@@ -99,6 +104,12 @@ class AgentRLParams:
             raise ValueError("need 0 < gamma <= 1, 0 <= clip_low < 1, clip_high >= 0")
         if self.learning_rate <= 0 or self.kl_beta < 0 or not self.envs:
             raise ValueError("need learning_rate > 0, kl_beta >= 0 and at least one env")
+        from mimesis.rl.generators import GENERATORS
+
+        if self.generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        if not 0 < self.vllm_gpu_memory_utilization <= 1 or not 0 < self.vllm_server_port < 65536:
+            raise ValueError("need 0 < vllm_gpu_memory_utilization <= 1 and a valid port")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError("dtype must be float32, bfloat16 or float16")
         from mimesis.envs.registry import check_envs
@@ -118,8 +129,14 @@ def rollout_params(p: AgentRLParams) -> RolloutParams:
 
 def grpo_config(p: AgentRLParams, ckpt_dir: Path, max_completion_length: int):
     """TRL ``GRPOConfig``: one rollout of ``scenarios × G`` episodes per optimizer step, split
-    into ``micro_batch`` forward/backward passes (CPU-safe: fp32, no gradient checkpointing)."""
+    into ``micro_batch`` forward/backward passes (CPU-safe: fp32, no gradient checkpointing);
+    a ``vllm-*`` generator turns on TRL's vLLM engine (:func:`~mimesis.rl.generators.vllm_config`).
+
+    Under ``accelerate launch`` every process plays its own ``scenarios × G`` episodes per step
+    (whole groups per process), so the global batch grows with the number of processes."""
     from trl import GRPOConfig
+
+    from mimesis.rl.generators import vllm_config
 
     episodes = p.scenarios_per_step * p.group_size
     return GRPOConfig(
@@ -133,7 +150,8 @@ def grpo_config(p: AgentRLParams, ckpt_dir: Path, max_completion_length: int):
         logging_steps=1, save_strategy="steps", save_steps=p.save_steps, save_total_limit=2,
         report_to="none", bf16=p.dtype == "bfloat16", gradient_checkpointing=False,
         use_cpu=not torch.cuda.is_available(), seed=p.seed, data_seed=p.seed,
-        dataloader_num_workers=0, log_completions=False, remove_unused_columns=False)
+        dataloader_num_workers=0, log_completions=False, remove_unused_columns=False,
+        **vllm_config(p))
 
 
 def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenUser,
@@ -152,14 +170,17 @@ def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenU
     The trainer gets ``scenario_stream`` (a :class:`ScenarioStream`), whose ``drawn`` counts
     the scenarios played including dynamic sampling's replacements.
     """
+    from mimesis.rl.generators import require_generator
     from mimesis.rl.trl_rollout import env_reward, scenario_dataset
 
+    require_generator(p.generator)
     rollout = rollout_params(p)
     stream = ScenarioStream(p)
     ds = p.dynamic_sampling
     func = make_rollout_func(simulator or user.simulator, rollout, progress=True,
                              fresh=stream.fresh if ds.enabled else None,
-                             max_rounds=ds.max_rounds if ds.enabled else 0)
+                             max_rounds=ds.max_rounds if ds.enabled else 0,
+                             generator=p.generator)
     model.train()
     with warnings.catch_warnings():  # known: TRL marks rollout_func experimental
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")

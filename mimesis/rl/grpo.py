@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,10 @@ from trl import GRPOTrainer
 
 from mimesis.envs.actions import is_valid_action
 from mimesis.io import write_json
+from mimesis.rl.generators import agent_sampler
 from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.rl.rollout import RolloutEngine
-from mimesis.rl.sampling import SamplingParams, TokenSampler
+from mimesis.rl.sampling import SamplingParams
 from mimesis.rl.trl_rollout import RolloutFunc, group_jobs, to_trl
 from mimesis.simulator.runtime import UserSimulator
 
@@ -181,14 +183,16 @@ def refill_flat_groups(play: Callable[[list], list[Episode]], episodes: Sequence
 
 def make_rollout_func(simulator: UserSimulator, params: RolloutParams, cache_entries: int = 64,
                       progress: bool = False, fresh: Callable[[str], ScenarioSpec] | None = None,
-                      max_rounds: int = 0) -> RolloutFunc:
+                      max_rounds: int = 0, generator: str = "cpu") -> RolloutFunc:
     """The TRL ``rollout_func``: plays each prompt's scenario with the trainer's policy and returns
     :func:`~mimesis.rl.trl_rollout.to_trl`'s dict plus each
     :class:`~mimesis.rl.records.Episode` under the extra key ``episode``.
 
-    Per call, the policy is ``trainer.model`` (unwrapped, switched to eval mode for the rollout
-    and back), sampled at ``trainer.args.temperature``/``top_p`` by a fresh
-    :class:`~mimesis.rl.sampling.TokenSampler` (a fresh KV cache: weights change every step).
+    Per call, the policy is ``trainer.model`` (unwrapped — ZeRO-3 parameters gathered — and
+    switched to eval mode for the rollout and back), sampled at ``trainer.args.temperature``/
+    ``top_p`` by :func:`~mimesis.rl.generators.agent_sampler`: for ``generator="cpu"`` a fresh
+    :class:`~mimesis.rl.sampling.TokenSampler` (a fresh KV cache: weights change every step),
+    for ``vllm-*`` TRL's vLLM engine, whose weights TRL synced before this call.
     ``params.group_size`` is ignored: G is the trainer's ``num_generations`` (or
     ``num_generations_eval``).
 
@@ -202,26 +206,46 @@ def make_rollout_func(simulator: UserSimulator, params: RolloutParams, cache_ent
     """
 
     def rollout_func(prompts: list[str], trainer) -> dict[str, list]:
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        training = model.training
+        training = trainer.model.training
         group_size = trainer.num_generations if training else trainer.num_generations_eval
         sampling = SamplingParams(temperature=trainer.args.temperature, top_p=trainer.args.top_p,
                                   max_new_tokens=params.max_new_tokens,
                                   batch_size=params.max_concurrent, cache_entries=cache_entries)
-        sampler = TokenSampler(model, trainer.processing_class, sampling)
-        engine = RolloutEngine(sampler, trainer.processing_class, simulator, params, progress)
-        model.eval()
-        try:
+        with policy_for_rollout(trainer, generator) as model:
+            sampler = agent_sampler(trainer, model, sampling, generator)
+            engine = RolloutEngine(sampler, trainer.processing_class, simulator, params, progress)
             episodes = engine.play(group_jobs(prompts, group_size), desc="rollout")
             episodes, stats = refill_flat_groups(
                 lambda jobs: engine.play(jobs, desc="resample"), episodes,
                 fresh if training else None, max_rounds, group_size)
-        finally:
-            model.train(training)
         trainer.rollout_stats = stats
         return {**to_trl(episodes), "episode": episodes}
 
     return rollout_func
+
+
+@contextmanager
+def policy_for_rollout(trainer, generator: str) -> Iterator[Any]:
+    """The unwrapped policy in eval mode for one rollout (train mode restored after). With the
+    CPU sampler under DeepSpeed ZeRO-3 its parameters are gathered for the rollout (TRL's
+    ``unwrap_model_for_generation``); vLLM generators sample from vLLM's copy, nothing gathered."""
+    accelerator = trainer.accelerator
+    if generator == "cpu" and getattr(getattr(accelerator, "state", None), "deepspeed_plugin",
+                                      None) is not None:
+        from trl.models.utils import unwrap_model_for_generation
+
+        unwrapped = unwrap_model_for_generation(
+            trainer.model_wrapped, accelerator,
+            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation)
+    else:
+        unwrapped = nullcontext(accelerator.unwrap_model(trainer.model))
+    with unwrapped as model:
+        training = model.training
+        model.eval()
+        try:
+            yield model
+        finally:
+            model.train(training)
 
 
 class TurnCreditGRPOTrainer(GRPOTrainer):
@@ -309,8 +333,9 @@ class TurnCreditGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial) -> None:
         """TRL's checkpoint plus ``history.json`` (reward curves survive a resume)."""
         super()._save_checkpoint(model, trial)
-        folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
-        write_json(folder / HISTORY, self.history)
+        if self.args.should_save:  # the main process only, under accelerate launch
+            folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+            write_json(folder / HISTORY, self.history)
 
 
 def log_to_mlflow(values: dict[str, float], step: int) -> None:

@@ -13,6 +13,10 @@ Kinds (params: an arm's ``user``):
   frozen simulator on another machine, a vLLM server, an API model. It gets the simulator's view
   (system prompt with the scenario, its own turns as ``assistant``), as prompted user
   simulators are usually called.
+* ``served`` — the frozen simulator as a service: ``mimesis serve`` (``--backend vllm`` on its
+  own GPU in the ``gpu`` profile) at ``base_url``, played through its episode endpoints, with
+  each turn's private reasoning read back from ``/ep/<id>/private`` for the CSD coach
+  (:mod:`mimesis.rl.served_user`).
 
 Every kind runs behind :class:`~mimesis.simulator.runtime.UserSimulator`: the same view, the
 same parser (private reasoning stripped before the agent sees a word), the same guards and the
@@ -29,7 +33,7 @@ from typing import Any
 
 from mimesis.simulator.runtime import UserSimulator
 
-USER_KINDS = ("frozen", "prompted", "openai")
+USER_KINDS = ("frozen", "prompted", "openai", "served")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a folder name and an MLflow key
 
 
@@ -39,13 +43,16 @@ class ArmParams:
 
     Attributes:
         name: Folder under ``data/train_agent/`` and the agent's row label in ``evaluate``.
-        user: ``frozen``, ``prompted`` or ``openai`` (module docstring).
+        user: ``frozen``, ``prompted``, ``openai`` or ``served`` (module docstring).
         model: ``prompted``: a ``load_base`` name or HF folder (``""`` = the frozen simulator's
             base model); ``openai``: the model id the endpoint serves.
         prompt_style: ``prompted``/``openai`` system prompt: ``prompted_user`` (the baseline)
             or ``user_simulator`` (our simulator's prompt; what ``mimesis serve`` expects).
-        base_url: ``openai`` endpoint (``""`` = api.openai.com).
-        api_key_env: ``openai``: environment variable holding the key.
+        base_url: ``openai`` endpoint (``""`` = api.openai.com); ``served``: the ``mimesis
+            serve`` root, e.g. ``http://127.0.0.1:8100``.
+        api_key_env: ``openai``/``served``: environment variable holding the key.
+        private_key_env: ``served``: variable holding the server's ``private_key`` (``""``:
+            none, as a loopback server without keys).
         concurrency / timeout_s / max_retries: ``openai`` requests in flight, seconds per
             request, client retries.
     """
@@ -56,6 +63,7 @@ class ArmParams:
     prompt_style: str = "prompted_user"
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"
+    private_key_env: str = ""
     concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 3
@@ -67,6 +75,8 @@ class ArmParams:
             raise ValueError(f"arm {self.name!r}: user {self.user!r} not in {USER_KINDS}")
         if self.user == "openai" and not self.model:
             raise ValueError(f"arm {self.name!r}: user openai needs a model id")
+        if self.user == "served" and not self.base_url:
+            raise ValueError(f"arm {self.name!r}: user served needs the server's base_url")
         if self.concurrency < 1 or self.timeout_s <= 0 or self.max_retries < 0:
             raise ValueError(f"arm {self.name!r}: concurrency >= 1, timeout_s > 0, "
                              "max_retries >= 0")
@@ -109,9 +119,17 @@ def training_simulator(arm: ArmParams, frozen, p) -> UserSimulator:
     """
     if arm.user == "frozen":
         return frozen.simulator
+    u = p.user
+    if arm.user == "served":
+        from mimesis.rl.served_user import ServedUserSimulator
+
+        return ServedUserSimulator(
+            arm.base_url, arm.model or "mimesis-user-simulator", max_turns=p.max_turns,
+            temperature=u.temperature, top_p=u.top_p, max_new_tokens=u.max_new_tokens,
+            api_key_env=arm.api_key_env, private_key_env=arm.private_key_env,
+            concurrency=arm.concurrency, timeout_s=arm.timeout_s)
     from mimesis.eval.unseen_users import UnseenUserConfig, build_user
 
-    u = p.user
     model = arm.model or (frozen.meta.get("base_model") if arm.user == "prompted" else "")
     if not model:
         raise ValueError(f"arm {arm.name!r}: no model given and the frozen simulator's "
@@ -131,6 +149,6 @@ def describe(arm: ArmParams, frozen) -> dict[str, str]:
         return {"kind": "frozen", "weights_fingerprint": frozen.fingerprint}
     model = arm.model or frozen.meta.get("base_model", "")
     out = {"kind": arm.user, "model": model, "prompt_style": arm.prompt_style}
-    if arm.user == "openai":
+    if arm.user in ("openai", "served"):
         out.update(base_url=arm.base_url, api_key_env=arm.api_key_env)
     return out

@@ -88,6 +88,8 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.rl.coach import make_coach
     from mimesis.rl.csd import CSDTrainer
     from mimesis.rl.frozen_user import load_user
+    from mimesis.rl.generators import require_generator
+    from mimesis.rl.ranks import is_main_process, main_first, main_run
     from mimesis.simulator.prompts import load_prompt
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
@@ -99,18 +101,22 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
             {"stage": STAGE, "enabled": False, "params": dataclasses.asdict(params)}, indent=2))
         print(f"{STAGE}: disabled (distill_agent.enabled: false); no csd arm")
         return out_dir
+    require_generator(params.generator)  # a vLLM generator without vLLM fails before any load
+    main = is_main_process()  # under accelerate launch only rank 0 writes (mimesis.rl.ranks)
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
     start_meta: dict = {}
     if sft_agent_dir is not None:
         inputs["sft_agent/meta.json"] = sha256_file(sft_agent_dir / "meta.json")
         start_meta = json.loads((sft_agent_dir / "meta.json").read_text())
-    report.clear_outputs(out_dir, _OUTPUTS)
-    with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
+    if main:
+        report.clear_outputs(out_dir, _OUTPUTS)
+    with main_run(lambda: stage_run(STAGE, dataclasses.asdict(params))) as mlflow_run:
         user = load_user(freeze_user_dir, params)  # hash check first
         model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
         decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
-        resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(
-            decisive, inputs, base_dir(start["base_model"]).name))
+        with main_first():
+            resume = prepare_checkpoints(out_dir / "checkpoints", fingerprint(
+                decisive, inputs, base_dir(start["base_model"]).name))
         sim_name = f"{user.meta.get('base_model', '?')}:{user.fingerprint[:12]}"
         coach = make_coach(params.coach, user.model, user.tokenizer, sim_name, params.seed)
         trainer = rl.build_trainer(
@@ -119,7 +125,9 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
             alpha=params.csd.alpha, beta=params.csd.beta, note_kind=params.csd.note, placebo=load_prompt("coach_placebo"),
             score_batch_size=params.csd.score_batch_size)
         summary = rl.train(trainer, resume)
-        trainer.save_model(str(out_dir / "model"))
+        trainer.save_model(str(out_dir / "model"))  # every process (ZeRO-3 gathers); rank 0 writes
+        if not main:
+            return out_dir
         write_jsonl(out_dir / "notes.jsonl", trainer.notes)
         meta = {
             "stage": STAGE, "params": dataclasses.asdict(params), "git_commit": git_commit(),

@@ -85,17 +85,24 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
             or was trained against another simulator.
     """
     from mimesis.rl.frozen_user import load_user
+    from mimesis.rl.generators import require_generator
+    from mimesis.rl.ranks import is_main_process, main_run
     from mimesis.rl.training_user import parse_arms
 
+    require_generator(params.generator)  # a vLLM generator without vLLM fails before any load
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
     if sft_agent_dir is not None:
         inputs["sft_agent/meta.json"] = sha256_file(sft_agent_dir / "meta.json")
     arms = parse_arms(params.arms)
-    _clear_stale(out_dir, {a.name for a in arms})
-    with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
+    main = is_main_process()  # under accelerate launch only rank 0 writes (mimesis.rl.ranks)
+    if main:
+        _clear_stale(out_dir, {a.name for a in arms})
+    with main_run(lambda: stage_run(STAGE, dataclasses.asdict(params))) as mlflow_run:
         user = load_user(freeze_user_dir, params)  # hash check first
         metas = [_train_arm(arm, user, freeze_user_dir, sft_agent_dir, out_dir / arm.name,
                             params, inputs) for arm in arms]
+        if not main:
+            return out_dir
         write_json(out_dir / "meta.json", {
             "stage": STAGE, "git_commit": git_commit(), "mlflow_run_id": mlflow_run.info.run_id,
             "inputs": inputs, "arms": {m["arm"]: m["user"] for m in metas},
@@ -105,32 +112,42 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
 
 def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm_dir: Path,
                params: TrainAgentParams, inputs: dict[str, str]) -> dict[str, Any]:
-    """One arm: its user, the start policy, GRPO, outputs in ``arm_dir`` and a child MLflow run."""
+    """One arm: its user, the start policy, GRPO, outputs in ``arm_dir`` and a child MLflow run
+    (outputs and run on the main process only; ``{}`` elsewhere)."""
     import mlflow
 
     from mimesis.models.base import base_dir
     from mimesis.rl import agent_report as report
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
+    from mimesis.rl.ranks import is_main_process, main_first, main_run
     from mimesis.rl.training_user import describe, training_simulator
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
-    report.clear_outputs(arm_dir, _OUTPUTS)
-    with mlflow.start_run(run_name=f"{STAGE}/{arm.name}", nested=True) as arm_run:
-        mlflow.log_params({"arm": arm.name, "arm.user": arm.user, "arm.model": arm.model})
+    main = is_main_process()
+    if main:
+        report.clear_outputs(arm_dir, _OUTPUTS)
+    with main_run(lambda: mlflow.start_run(run_name=f"{STAGE}/{arm.name}", nested=True)
+                  ) as arm_run:
+        if main:
+            mlflow.log_params({"arm": arm.name, "arm.user": arm.user, "arm.model": arm.model})
         simulator = training_simulator(arm, user, params)
         model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
         decisive = {k: v for k, v in dataclasses.asdict(params).items()
                     if k not in _NO_RESUME and k != "arms"}
         key = fingerprint({**decisive, "arm": dataclasses.asdict(arm)}, inputs,
                           base_dir(start["base_model"]).name)
-        resume = prepare_checkpoints(arm_dir / "checkpoints", key)
+        with main_first():
+            resume = prepare_checkpoints(arm_dir / "checkpoints", key)
         trainer = rl.build_trainer(TurnCreditGRPOTrainer, model, tokenizer, params, user,
                                    arm_dir / "checkpoints", [MlflowMetricsCallback()],
                                    peft_config=start["peft_config"], simulator=simulator)
         summary = rl.train(trainer, resume)
-        trainer.save_model(str(arm_dir / "model"))
+        trainer.save_model(str(arm_dir / "model"))  # every process (ZeRO-3 gathers); rank 0 writes
+        if not main:
+            _release(simulator)
+            return {}
         meta = {
             "stage": STAGE, "arm": arm.name, "user": describe(arm, user),
             "params": dataclasses.asdict(params), "git_commit": git_commit(), "inputs": inputs,
