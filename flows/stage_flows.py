@@ -70,7 +70,7 @@ def dvc(root: Path, *args: str) -> None:
       result_serializer="json")
 def stage_flow(stage: str, root: str = ".", profile: str | None = None, force: bool = False,
                parent_run_id: str | None = None, dvc_lock: str | None = None,
-               dvc_sync: bool = False) -> dict:
+               dvc_sync: bool = False, launcher: str = "") -> dict:
     """Run ``stage`` in the checkout at ``root`` if DVC says it is stale (or ``force``).
 
     Args:
@@ -81,6 +81,9 @@ def stage_flow(stage: str, root: str = ".", profile: str | None = None, force: b
         parent_run_id: MLflow run of the dispatching pipeline.
         dvc_lock: Text of the parent's ``dvc.lock``, written here before pulling.
         dvc_sync: Pull upstream outputs from, and push this stage's outputs to, the DVC remote.
+        launcher: Command the stage runs under (``prefect.yaml`` gives ``train_agent`` and
+            ``distill_agent`` ``accelerate launch --config_file configs/accelerate/ddp.yaml``);
+            ``""``: in this process.
 
     Returns:
         ``StageResult`` fields plus ``dvc_lock`` (the checkout's lock text) and ``host``.
@@ -99,7 +102,8 @@ def stage_flow(stage: str, root: str = ".", profile: str | None = None, force: b
     if dvc_sync:
         dvc(root_path, "pull", "--with-deps", "--allow-missing", stage)
     with parent_run(parent_run_id):
-        result = TASKS[stage](root=str(root_path), force=force)
+        extra = {"launcher": launcher} if launcher else {}
+        result = TASKS[stage](root=str(root_path), force=force, **extra)
     if dvc_sync and result.ran:
         dvc(root_path, "push", stage)
     lock = root_path / "dvc.lock"

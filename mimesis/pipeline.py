@@ -113,12 +113,14 @@ def check_params(root: Path, name: str) -> None:
     importlib.import_module(module_name).load_params(Path(root) / "params.yaml")
 
 
-def run_stage(root: Path, name: str, force: bool = False) -> StageResult:
+def run_stage(root: Path, name: str, force: bool = False, launcher: str = "") -> StageResult:
     """Run stage ``name`` of the project at ``root`` if it is stale (or ``force``).
 
     The stage's params are checked first (:func:`check_params`), so a bad value costs no
     outputs; then non-persistent outputs are removed, as ``dvc repro`` does, the stage's
     ``main(argv)`` runs with ``root`` as working directory, and ``dvc commit`` updates dvc.lock.
+    With ``launcher`` (e.g. ``accelerate launch --config_file configs/accelerate/ddp.yaml``) the
+    stage runs instead as ``<launcher> -m <module> <argv>`` in a subprocess (multi-GPU stages).
 
     Returns:
         StageResult with ``ran`` False when the stage was up to date.
@@ -141,7 +143,12 @@ def run_stage(root: Path, name: str, force: bool = False) -> StageResult:
                 shutil.rmtree(target)
             elif not persist and target.exists():
                 target.unlink()
-        importlib.import_module(module_name).main(argv)
+        if launcher:
+            import subprocess
+
+            subprocess.run([*shlex.split(launcher), "-m", module_name, *argv], check=True)
+        else:
+            importlib.import_module(module_name).main(argv)
         from dvc.repo import Repo
 
         with Repo(str(root)) as repo:

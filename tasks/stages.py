@@ -24,8 +24,8 @@ def retry_unless_params_error(task, task_run, state) -> bool:
 def _stage_task(name: str, retries: int = 0):
     @task(name=name, retries=retries, retry_delay_seconds=10, cache_policy=NO_CACHE,
           retry_condition_fn=retry_unless_params_error, tags=["mimesis", name])
-    def _run(root: str = ".", force: bool = False) -> StageResult:
-        return run_stage(Path(root), name, force=force)
+    def _run(root: str = ".", force: bool = False, launcher: str = "") -> StageResult:
+        return run_stage(Path(root), name, force=force, launcher=launcher)
 
     return _run
 

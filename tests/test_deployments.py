@@ -44,7 +44,13 @@ def test_every_stage_has_a_deployment_on_its_pool() -> None:
     for stage in STAGES:
         d = deps[stage]
         assert d["entrypoint"] == "flows/stage_flows.py:stage_flow"
-        assert d["parameters"] == {"stage": stage}
+        assert d["parameters"]["stage"] == stage
+        # the agent RL stages run on every GPU of the worker under accelerate launch (DDP)
+        launcher = d["parameters"].get("launcher", "")
+        assert launcher.startswith("accelerate launch --config_file configs/accelerate/") == (
+            stage in ("train_agent", "distill_agent"))
+        if launcher:
+            assert (Path(__file__).resolve().parents[1] / launcher.split()[-1]).is_file()
         assert d["work_pool"]["name"] == work_pool(stage)
     assert {"train_user", "evaluate_user", "sft_agent", "train_agent", "distill_agent",
             "evaluate_agents"} == GPU_STAGES

@@ -167,10 +167,14 @@ def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenU
             default ``user.simulator``.
         kwargs: Go to the trainer class.
 
+    Under ``accelerate launch`` the dataset holds every process's scenarios (``WORLD_SIZE`` ×
+    ``steps × scenarios_per_step``), so each process plays ``scenarios_per_step`` per step.
+
     The trainer gets ``scenario_stream`` (a :class:`ScenarioStream`), whose ``drawn`` counts
     the scenarios played including dynamic sampling's replacements.
     """
     from mimesis.rl.generators import require_generator
+    from mimesis.rl.ranks import world_size
     from mimesis.rl.trl_rollout import env_reward, scenario_dataset
 
     require_generator(p.generator)
@@ -186,7 +190,8 @@ def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenU
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
         trainer = trainer_cls(model=model, reward_funcs=[env_reward],
                               args=grpo_config(p, ckpt_dir, rollout.max_completion_tokens),
-                              train_dataset=scenario_dataset(scenario_specs(p)),
+                              train_dataset=scenario_dataset(scenario_specs(
+                                  p, p.steps * p.scenarios_per_step * world_size())),
                               processing_class=tokenizer, peft_config=peft_config,
                               rollout_func=func, callbacks=[FrozenGuard(user), *callbacks],
                               gamma=p.gamma, **kwargs)
