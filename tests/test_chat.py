@@ -71,7 +71,7 @@ def write_test_split(path: Path) -> Path:
 def fake_model(monkeypatch) -> list:
     loads: list = []
 
-    def load(sim_dir, max_tokens, temperature, top_p, seed):
+    def load(sim_dir, max_tokens, temperature, top_p, seed, trust_folder=False):
         loads.append((Path(sim_dir), max_tokens, temperature, seed))
         return scripted
 

@@ -93,10 +93,10 @@ def test_stating_user_scores_all_and_dodging_or_echoing_user_none(env, probes) -
     dodging = play(UserSimulator(_scripted(lambda g, q: "Hmm, I'd rather not say right now.")),
                    cases)
     assert sum(r["revealed"] for r in dodging) == 0
-    # echoes the agent's question (FunctionGym's view adds the user's private working, which
-    # holds the value on purpose: stating it is the user's job)
-    echoing = play(UserSimulator(_scripted(lambda g, q: q.split("\n\n[Your private")[0])),
-                   cases)
+    # echoes the agent's question (FunctionGym's and TurtleGym's views add the user's private
+    # working / check, which holds the answer on purpose: stating it is the user's job)
+    echoing = play(UserSimulator(_scripted(
+        lambda g, q: re.split(r"\n\n\[Your private| \[Your private check", q)[0])), cases)
     assert all(r["reply"] for r in echoing)  # the echo was sent, and judged
     assert sum(r["revealed"] for r in echoing) == 0
 

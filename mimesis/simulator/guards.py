@@ -214,7 +214,7 @@ def _word_runs(directives: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]
 
 
 def strip_directive_copies(text: str, directives: list[str] | tuple[str, ...],
-                           min_words: int = 6) -> tuple[str, bool]:
+                           min_words: int = 6, public: str = "") -> tuple[str, bool]:
     r"""Cut the sentences of ``text`` that copy a directive (an instruction of the scenario to
     the simulator, never a fact the user states).
 
@@ -225,6 +225,11 @@ def strip_directive_copies(text: str, directives: list[str] | tuple[str, ...],
     wording shares at most short generic runs with an instruction ("when the agent asks", "a
     yes/no question", 4-5 words). Cost: one set lookup per word of ``text``.
 
+    A run that also occurs in ``public`` (what the agent has written so far) is not private: a
+    user repeating the agent's "what pickup do you want for the rental car" shares six words
+    with the directive "say this when the agent asks what you want for the rental car", and
+    repeating the agent is not leaking.
+
     Returns:
         ``(kept_text, cut)``: ``text`` without the copying sentences (lines left empty by the
         cut are dropped), and whether anything was cut.
@@ -234,8 +239,14 @@ def strip_directive_copies(text: str, directives: list[str] | tuple[str, ...],
     ('area downtown.', True)
     >>> strip_directive_copies("nonstop please", ["Answer its questions briefly."])
     ('nonstop please', False)
+    >>> strip_directive_copies("What pickup do you want for the rental car?",
+    ...     ["(say this when the agent asks what you want for the rental car)"],
+    ...     public="What pickup do you want for the rental car?")
+    ('What pickup do you want for the rental car?', False)
     """
     runs = _word_runs(tuple(directives), min_words) if directives else frozenset()
+    if runs and public:
+        runs = runs - _word_runs((public,), min_words)
     if not runs:
         return text, False
     lines, cut = [], False

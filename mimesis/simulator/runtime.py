@@ -236,8 +236,9 @@ class UserSimulator:
         """Apply the episode rules of the module docstring to one generated turn."""
         g, parsed = self.guards, parse_turn(raw)
         flags = list(parsed.flags)
+        public = "\n".join(t.text for t in state.history if t.role == "assistant")
         kept, cut = strip_directive_copies(parsed.utterance, state.scenario.directives,
-                                           g.directive_min_words)
+                                           g.directive_min_words, public)
         if cut:  # the cut text stays in state.raw for audits; the agent never gets it
             parsed = replace(parsed, utterance=kept)
             flags.append("directive_copy")
