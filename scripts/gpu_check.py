@@ -103,11 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     served = BatchingSimulator(TransformersBackend(sim.to("cuda").eval(), sim_tok, batch_size=64),
                                max_turns=4)
     from mimesis.serve.app import create_app
+    from mimesis.serve.local import serve_in_thread
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from test_rl_scaling import _serving
-
-    with _serving(create_app(served, ServeConfig())) as url:
+    with serve_in_thread(create_app(served, ServeConfig())) as url:
         rows = [measure(g, model_dir, url, args.steps, work) for g in ("cpu", "vllm-colocate")]
     for row in rows:
         print(json.dumps(row))

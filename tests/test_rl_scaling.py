@@ -132,6 +132,7 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     from mimesis.serve.backends import TransformersBackend
     from mimesis.serve.batching import BatchingSimulator
     from mimesis.serve.config import ServeConfig
+    from mimesis.serve.local import serve_in_thread
     from mimesis.stages.train_user import LoraParams
 
     sim_model, sim_tok = load_base("tiny-llama")
@@ -139,7 +140,7 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     params = data.small_params(max_turns=2)
     backend = TransformersBackend(sim_model.eval(), sim_tok, batch_size=8)
     served = BatchingSimulator(backend, max_turns=params.max_turns)
-    with _serving(create_app(served, ServeConfig())) as url:
+    with serve_in_thread(create_app(served, ServeConfig())) as url:
         user = training_simulator(_served_user_arm(url), None, params)
         trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                    data.scripted_user(sim_model, sim_tok), tmp_path / "ckpt", [],
@@ -148,36 +149,6 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
         rl.train(trainer, None)
     assert trainer.state.global_step == 1 and len(trainer.episodes) == 8
     assert any(t.obs_source == "user" for _, ep in trainer.episodes for t in ep.turns)
-
-
-def _serving(app):
-    """``live_server``'s uvicorn loop for an app built here."""
-    import socket
-    import threading
-    import time
-    from contextlib import contextmanager
-
-    import uvicorn
-
-    @contextmanager
-    def run():
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
-            sock.close()
-
-    return run()
 
 
 DRIVER = '''

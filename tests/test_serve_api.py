@@ -7,7 +7,6 @@ private reasoning), so the tests can tell whose reasoning went where.
 from __future__ import annotations
 
 import re
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,12 +15,12 @@ from contextlib import contextmanager
 import httpx
 import openai
 import pytest
-import uvicorn
 
 from mimesis.serve.app import create_app
 from mimesis.serve.backends import FunctionBackend
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig
+from mimesis.serve.local import serve_in_thread
 from mimesis.serve.schemas import END_CONTENT, END_FINISH_REASON
 
 GOAL_RX = re.compile(r"Your goal: (.+)")
@@ -54,22 +53,8 @@ def live_server(script: ScriptedUser, config: ServeConfig | None = None, max_tur
                 window_ms: float = 30.0, scenarios: dict | None = None) -> Iterator[str]:
     """Run the app with uvicorn in a thread on a free loopback port; yields the base URL."""
     sim = BatchingSimulator(FunctionBackend(script), max_turns=max_turns, window_ms=window_ms)
-    app = create_app(sim, config or ServeConfig(), scenarios)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_in_thread(create_app(sim, config or ServeConfig(), scenarios)) as url:
+        yield url
 
 
 def client(base: str, episode: str | None = None, **kwargs) -> openai.OpenAI:
