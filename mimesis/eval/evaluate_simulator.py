@@ -35,14 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from mimesis.eval.generate import (
-    STYLE_VIEWS,
-    VIEWS,
-    Generated,
-    make_generator,
-    simulate,
-    simulate_fn,
-)
+from mimesis.eval.generate import STYLE_VIEWS, Generated, simulate_local, simulate_runtime
 from mimesis.eval.protocol import EvalItem, build_items
 from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
 from mimesis.eval.unseen_users import api_messages
@@ -180,24 +173,20 @@ def generate(source: SimulatorSource, items: Sequence[EvalItem], params: Evaluat
     desc = f"evaluate_simulator:{source.name}"
     if source.kind == "openai":
         fn = endpoint or EndpointUser(source, params)
-        return simulate_fn(fn, STYLE_VIEWS[source.prompt_style], items, params.max_user_chars,
-                           params.max_agent_chars, params.batch_size, desc)
+        return simulate_runtime(fn, source.prompt_style, items, None, 0, params.max_user_chars,
+                                params.max_agent_chars, params.batch_size, desc)
     device_map = params.device_map or None
     if source.kind == "frozen":
         from mimesis.simulator.frozen import load_frozen
 
         model, tokenizer, _ = load_frozen(Path(source.target), params.dtype, device_map)
-        view = VIEWS["trained"]
+        style = "user_simulator"
     else:
         from mimesis.models.base import load_base
 
         model, tokenizer = load_base(source.target, params.dtype, device_map)
-        view = STYLE_VIEWS[source.prompt_style]
-    gen = make_generator(model, tokenizer, source.model_id, params.max_new_tokens,
-                         params.temperature, params.top_p, params.batch_size,
-                         params.max_prompt_tokens)
-    return simulate(gen, view, items, params.seed, params.max_user_chars,
-                    params.max_agent_chars, desc=desc)
+        style = source.prompt_style
+    return simulate_local(model, tokenizer, style, items, params, desc)
 
 
 def evaluate_simulator(source: SimulatorSource, conversations_path: Path, out_dir: Path,

@@ -1,10 +1,14 @@
 """Let a simulator write the user turn at every evaluation position, and label every turn.
 
-Both simulators read the runtime's own view (:func:`mimesis.simulator.runtime.build_view`: system
-prompt, role-flipped history); only the system prompt differs (trained: ``user_simulator``,
-baseline: ``prompted_user``). Real history user turns carry empty reasoning (held-out
-conversations have no annotated reasoning). Outputs are parsed with the runtime's parser, but the
-runtime's guards (resampling, deferred ends) are *not* applied: the table measures the model.
+Every simulator is driven through the run-time path agents meet in RL, agent evaluation and
+``mimesis serve``: :class:`~mimesis.simulator.runtime.UserSimulator` (its view, parser and guards,
+with their resamples) over a ``generate_fn`` — for a local model the RL sampler
+(:meth:`mimesis.rl.sampling.TokenSampler.chat`), for an endpoint its client
+(:func:`simulate_runtime`). So the realism table scores the simulator as it is deployed: a turn
+a guard resamples is counted (``resampled:<flag>`` flags), one it refuses (an empty turn after
+its resample) is a lost turn. The trained and prompted simulators differ only by their system
+prompt (``user_simulator`` / ``prompted_user``). Real history user turns carry empty reasoning
+(held-out conversations have no annotated reasoning).
 """
 
 from __future__ import annotations
@@ -12,15 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mimesis.eval.protocol import EvalItem, clip_history, fit_history
+from mimesis.eval.protocol import NEXT, EvalItem, clip_history, fit_turns
 from mimesis.eval.realism import TurnRecord
-from mimesis.models.generation import ChatGenerator, GenerationConfig
 from mimesis.schemas import Messages, Scenario, Turn
-from mimesis.simulator.baseline import render_prompted_user_messages
+from mimesis.simulator.baseline import (
+    render_prompted_system_prompt,
+    render_prompted_user_messages,
+)
+from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.roles import clip
-from mimesis.simulator.runtime import UserState, build_view
+from mimesis.simulator.runtime import GenerateFn, UserSimulator, UserState, build_view
 
 LabelFn = Callable[[Sequence[Turn], int], Sequence[str]]
 ViewFn = Callable[[Scenario, list[Turn]], Messages]
@@ -53,18 +60,10 @@ VIEWS: dict[str, ViewFn] = {"trained": trained_messages, "baseline": baseline_me
 # The same two views named by prompt style (the ``prompt_style`` of an HF or endpoint simulator).
 STYLE_VIEWS: dict[str, ViewFn] = {"user_simulator": trained_messages,
                                   "prompted_user": baseline_messages}
-
-
-def prompts_for(items: Sequence[EvalItem], view: ViewFn, count_tokens: Callable[[Messages], int],
-                max_prompt_tokens: int, max_user_chars: int,
-                max_agent_chars: int) -> list[Messages]:
-    """One prompt per item: clipped real history, oldest turns dropped to fit the token budget."""
-    out = []
-    for item in items:
-        history = clip_history(item.history, max_user_chars, max_agent_chars)
-        out.append(fit_history(lambda h, s=item.scenario: view(s, h), history, count_tokens,
-                               max_prompt_tokens))
-    return out
+# The prompt style of each row name, and the runtime's system prompt of each style.
+VIEW_STYLES = {"trained": "user_simulator", "baseline": "prompted_user"}
+SYSTEM_PROMPTS: dict[str, Callable[[Scenario], str]] = {
+    "user_simulator": render_system_prompt, "prompted_user": render_prompted_system_prompt}
 
 
 def parse_all(raws: Sequence[str]) -> list[Generated]:
@@ -80,54 +79,95 @@ def parse_all(raws: Sequence[str]) -> list[Generated]:
     return out
 
 
-def simulate_fn(generate_fn: Callable[[Sequence[Messages]], list[str]], view: ViewFn,
-                items: Sequence[EvalItem], max_user_chars: int, max_agent_chars: int,
-                batch_size: int, desc: str) -> list[Generated]:
-    """Generate and parse one user turn per item with any ``generate_fn`` (batch of chats ->
-    raw texts: an endpoint, a local model), ``batch_size`` chats per call, with a progress bar.
-    History is clipped by characters only (no token budget: the endpoint's own limit holds).
+def runtime_generated(reply: str, state: UserState) -> Generated:
+    """The :class:`Generated` of one runtime step: what was sent (or why nothing was), the
+    private reasoning of the turn, and every flag of the step (resamples included)."""
+    flags = list(state.flags)
+    raw = state.raw[-1] if state.raw else ""
+    if state.ended:
+        if state.end_reason:
+            flags.append(f"end:{state.end_reason}")
+        # An empty turn refused after its resample is a lost turn, not an end decision.
+        return Generated(raw, state.end_reasoning, "", state.end_reason != "empty_turn",
+                         tuple(flags))
+    # A turn with an utterance and the end signal is sent (the runtime defers the end, flag
+    # ``end_deferred``): the user spoke here, so it is scored as a spoken turn.
+    return Generated(raw, state.private[-1], reply, False, tuple(flags))
+
+
+def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence[EvalItem],
+                     count_tokens: Callable[[Messages], int] | None, max_prompt_tokens: int,
+                     max_user_chars: int, max_agent_chars: int, chunk_size: int, desc: str,
+                     guards: GuardParams | None = None) -> list[Generated]:
+    """One user turn per item, generated through the run-time simulator (module docstring).
+
+    Each position becomes an episode state holding the real history before the last agent
+    reply (clipped by characters, then oldest pairs dropped to fit ``max_prompt_tokens`` when
+    ``count_tokens`` is given; the system prompt is never cut) and that reply as the agent's
+    message; :meth:`UserSimulator.next_messages` answers ``chunk_size`` positions per call.
+
+    Args:
+        generate_fn: Batch of chats -> raw continuations (a sampler's ``chat``, an endpoint).
+        prompt_style: ``user_simulator`` (trained) or ``prompted_user`` (the baseline).
+        count_tokens: Prompt length in tokens of a message list (``None``: no token budget,
+            the endpoint's own limit holds).
 
     Raises:
+        KeyError: an unknown ``prompt_style``.
         ValueError: ``generate_fn`` returned another number of texts than chats.
     """
     from tqdm.auto import tqdm
 
-    prompts = prompts_for(items, view, lambda m: 0, 0, max_user_chars, max_agent_chars)
-    raws: list[str] = []
-    with tqdm(total=len(prompts), desc=desc, unit="turn") as bar:
-        for start in range(0, len(prompts), batch_size):
-            chunk = prompts[start:start + batch_size]
-            texts = list(generate_fn(chunk))
-            if len(texts) != len(chunk):
-                raise ValueError(f"{desc}: {len(texts)} texts for {len(chunk)} chats")
-            raws += texts
-            bar.update(len(chunk))
-    return parse_all(raws)
+    sim = UserSimulator(generate_fn, max_turns=10**9, system_prompt_fn=SYSTEM_PROMPTS[prompt_style],
+                        guards=guards)
+
+    def state_of(scenario: Scenario, history: list[Turn]) -> UserState:
+        n_user = sum(t.role == "user" for t in history)
+        return UserState(scenario=scenario, system_prompt=sim.system_prompt_fn(scenario),
+                         history=history, private=[""] * n_user, turns=n_user,
+                         turn_flags=[[] for _ in range(n_user)], goal_overlap=[0.0] * n_user)
+
+    pairs = []
+    for item in items:
+        history = clip_history(item.history, max_user_chars, max_agent_chars)
+        if count_tokens is not None:
+            history = fit_turns(lambda h, s=item.scenario: build_view(state_of(s, h)), history,
+                                count_tokens, max_prompt_tokens)
+        if item.kind == NEXT and history and history[-1].role == "assistant":
+            pairs.append((history[-1].text, state_of(item.scenario, history[:-1])))
+        else:
+            pairs.append((None, state_of(item.scenario, [])))
+    out: list[Generated] = []
+    with tqdm(total=len(pairs), desc=desc, unit="turn") as bar:
+        for start in range(0, len(pairs), chunk_size):
+            out += [runtime_generated(reply, state)
+                    for reply, state in sim.next_messages(pairs[start:start + chunk_size])]
+            bar.update(len(pairs[start:start + chunk_size]))
+    return out
 
 
-def simulate(generator: ChatGenerator, view: ViewFn, items: Sequence[EvalItem], seed: int,
-             max_user_chars: int, max_agent_chars: int, desc: str) -> list[Generated]:
-    """Generate and parse one user turn per item with ``generator`` (one batched pass).
+def sampler_token_counter(tokenizer) -> Callable[[Messages], int]:
+    """Prompt length in tokens of a chat as :meth:`TokenSampler.chat` renders it."""
+    from mimesis.rl.tokens import encode, render
 
-    Prompts are fitted to ``generator.config.max_prompt_tokens`` by dropping the oldest history
-    (never the system prompt).
-    """
-    tok = generator.tokenizer
-
-    def count_tokens(messages: Messages) -> int:
-        return len(tok(generator.render(messages), add_special_tokens=False)["input_ids"])
-
-    prompts = prompts_for(items, view, count_tokens, generator.config.max_prompt_tokens,
-                          max_user_chars, max_agent_chars)
-    return parse_all(generator.generate(prompts, desc=desc, seed=seed))
+    return lambda messages: len(encode(tokenizer, render(tokenizer, messages,
+                                                         add_generation_prompt=True)))
 
 
-def make_generator(model, tokenizer, name: str, max_new_tokens: int, temperature: float,
-                   top_p: float, batch_size: int, max_prompt_tokens: int) -> ChatGenerator:
-    """A ``ChatGenerator`` with the evaluation's sampling settings."""
-    config = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                              batch_size=batch_size, max_prompt_tokens=max_prompt_tokens)
-    return ChatGenerator(model, tokenizer, config, name=name)
+def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem], params,
+                   desc: str) -> list[Generated]:
+    """:func:`simulate_runtime` with a local model behind the RL sampler (``TokenSampler``,
+    seeded with ``params.seed``): the generation path of train_agent's frozen user.
+
+    ``params``: an ``EvaluateUserParams`` (sampling, budgets, batch size)."""
+    from mimesis.rl.sampling import SamplingParams, TokenSampler
+
+    sampler = TokenSampler(model, tokenizer, SamplingParams(
+        temperature=params.temperature, top_p=params.top_p, max_new_tokens=params.max_new_tokens,
+        batch_size=params.batch_size), seed=params.seed)
+    return simulate_runtime(sampler.chat, prompt_style, items, sampler_token_counter(tokenizer),
+                            params.max_prompt_tokens, params.max_user_chars,
+                            params.max_agent_chars, params.batch_size * 2, desc)
 
 
 def behaviors_of(history: Sequence[Turn], text: str, label_fn: LabelFn) -> tuple[str, ...]:

@@ -120,13 +120,12 @@ def clip_history(history: Sequence[Turn], max_user_chars: int,
     return [Turn(role=t.role, text=clip(t.text, limit[t.role])) for t in history]
 
 
-def fit_history(build: Callable[[list[Turn]], Messages], history: Sequence[Turn],
-                count_tokens: Callable[[Messages], int], max_prompt_tokens: int) -> Messages:
-    """Messages for the longest recent suffix of ``history`` that fits ``max_prompt_tokens``.
+def fit_turns(build: Callable[[list[Turn]], Messages], history: Sequence[Turn],
+              count_tokens: Callable[[Messages], int], max_prompt_tokens: int) -> list[Turn]:
+    """The longest recent suffix of ``history`` whose messages fit ``max_prompt_tokens``.
 
     Oldest (user, agent) pairs are dropped first so the system prompt (the scenario) is never cut;
-    the last agent reply is always kept even when it alone overflows (the generator then keeps the
-    prompt's last tokens).
+    the last agent reply is always kept even when it alone overflows.
 
     Args:
         build: ``history -> messages`` of one simulator (trained or prompted baseline).
@@ -135,8 +134,13 @@ def fit_history(build: Callable[[list[Turn]], Messages], history: Sequence[Turn]
         max_prompt_tokens: Budget; 0 = no limit.
     """
     turns = list(history)
-    messages = build(turns)
-    while max_prompt_tokens > 0 and len(turns) > 1 and count_tokens(messages) > max_prompt_tokens:
+    while (max_prompt_tokens > 0 and len(turns) > 1
+           and count_tokens(build(turns)) > max_prompt_tokens):
         turns = turns[2:] if len(turns) > 2 else turns[-1:]
-        messages = build(turns)
-    return messages
+    return turns
+
+
+def fit_history(build: Callable[[list[Turn]], Messages], history: Sequence[Turn],
+                count_tokens: Callable[[Messages], int], max_prompt_tokens: int) -> Messages:
+    """Messages of :func:`fit_turns`' suffix of ``history`` (same arguments)."""
+    return build(fit_turns(build, history, count_tokens, max_prompt_tokens))

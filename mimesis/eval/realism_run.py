@@ -54,7 +54,23 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
     embed = cached_embed(embedder)
     metrics = evaluate_rows(simulated, real, c2st_featurizer(embedder, embed), is_assistant_like,
                             realism_config(params), embed)
+    for name, gens in outputs.items():
+        metrics[name]["guards"] = guard_counts(gens)
     return metrics, simulated, real
+
+
+def guard_counts(outputs: Sequence[Generated]) -> dict[str, float]:
+    """What the run-time guards did over a row's positions: shares resampled (any
+    ``resampled:<flag>``), per flag, and ended by each end reason (``end:<reason>``)."""
+    n = max(len(outputs), 1)
+    out = {"positions": float(len(outputs)),
+           "resampled_rate": sum(any(f.startswith("resampled:") for f in g.flags)
+                                 for g in outputs) / n}
+    for prefix, key in (("resampled:", "resampled"), ("end:", "ended")):
+        names = sorted({f[len(prefix):] for g in outputs for f in g.flags if f.startswith(prefix)})
+        for name in names:
+            out[f"{key}_{name}"] = sum(f"{prefix}{name}" in g.flags for g in outputs) / n
+    return out
 
 
 def counts(n_conversations: int, items: Sequence[EvalItem], skipped: Mapping[str, str],

@@ -29,6 +29,7 @@ MAIN_COLUMNS = (
     (("turn_loss_rate",), "turn loss ↓"),
     (("realism_index",), "realism index ↑"),
     (("reasoning_rate",), "reasoning rate"),
+    (("guards", "resampled_rate"), "resampled"),
     (("behavior_js",), "behaviour JS ↓"),
     (("style", "length_w1"), "length W1 ↓"),
     (("termination_f1",), "termination F1 ↑"),
@@ -188,8 +189,10 @@ NOTES = (
         "support."
     ),
     (
-        "- Simulators are scored on their raw, parsed outputs (the runtime's guards — resampling, "
-        "deferred ends — are off); a turn carrying the end signal counts as an end decision. "
+        "- Simulators are scored as deployed: through the run-time simulator (parser and guards) "
+        "and, for local models, the RL sampler. Resampled: share of positions a guard sent back "
+        "for one new sample; an empty turn after its resample is a lost turn; a turn with an "
+        "utterance and the end signal is a spoken turn (the runtime sends it and defers the end). "
         "Reasoning rate: share of generated turns with non-empty private reasoning."
     ),
 )

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.generate import VIEWS, make_generator, simulate
+from mimesis.eval.generate import VIEW_STYLES, simulate_local
 from mimesis.eval.protocol import build_items
 from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
 from mimesis.io import read_jsonl
@@ -121,7 +121,8 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
 
 def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams) -> tuple[dict, dict]:
     """Generations of the trained simulator, then of its base model prompted as a user (loaded
-    one at a time to keep memory low)."""
+    one at a time to keep memory low), both through the RL user's sampler and runtime
+    (:func:`~mimesis.eval.generate.simulate_local`)."""
     from mimesis.models.base import load_base
     from mimesis.simulator.frozen import load_frozen
 
@@ -138,11 +139,8 @@ def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams
             del model
             gc.collect()
             model, tokenizer = load_base(base_name, params.dtype, device_map)
-        gen = make_generator(model, tokenizer, model_ids[name], params.max_new_tokens,
-                             params.temperature, params.top_p, params.batch_size,
-                             params.max_prompt_tokens)
-        outputs[name] = simulate(gen, VIEWS[name], items, params.seed, params.max_user_chars,
-                                 params.max_agent_chars, desc=f"evaluate_user:{name}")
+        outputs[name] = simulate_local(model, tokenizer, VIEW_STYLES[name], items, params,
+                                       desc=f"evaluate_user:{name}")
     return outputs, model_ids
 
 

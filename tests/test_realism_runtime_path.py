@@ -1,0 +1,110 @@
+"""Realism drives the simulator exactly as RL does (issue 11, "one generation path"): the same
+run-time simulator over the same sampler gives the same turns, and the guards' work is counted."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from mimesis.eval.generate import Generated, runtime_generated, simulate_local, simulate_runtime
+from mimesis.eval.protocol import build_items
+from mimesis.eval.realism_run import guard_counts
+from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
+from mimesis.stages.evaluate_user import EvaluateUserParams
+
+
+def _conversations(n: int = 6) -> list[LabeledConversation]:
+    rng = random.Random(3)
+    out = []
+    for i in range(n):
+        turns, labels = [], []
+        for k in range(3):
+            turns += [Turn(role="user", text=f"question {k} about lists {rng.randint(0, 99)}"),
+                      Turn(role="assistant", text=f"Answer {k}: use append. " * 3)]
+            labels.append(TurnLabel(turn_index=2 * k, reasoning="", reasoning_annotator="none"))
+        out.append(LabeledConversation(id=f"c{i}", turns=turns, labels=labels, ended=True,
+                                       end_reasoning="", end_reasoning_annotator="none",
+                                       scenario=Scenario(goal=f"fix list bug {i}",
+                                                         annotator="test")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from mimesis.models.base import load_base
+
+    return load_base("tiny-llama")
+
+
+def test_realism_turns_equal_the_rl_users_turns(tiny):
+    """simulate_local == UserSimulator(TokenSampler.chat) of train_agent's frozen user, turn for
+    turn, for the same model, seed and episode states."""
+    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.simulator.prompts import render_system_prompt
+    from mimesis.simulator.runtime import UserSimulator, UserState
+
+    model, tokenizer = tiny
+    items, _ = build_items(_conversations(), 0, 1, seed=0)
+    params = EvaluateUserParams(max_new_tokens=12, batch_size=4, max_prompt_tokens=0, seed=5)
+    ours = simulate_local(model, tokenizer, "user_simulator", items, params, desc="t")
+
+    # what mimesis.rl.frozen_user.load_user builds, fed the same states
+    sampler = TokenSampler(model, tokenizer, SamplingParams(
+        temperature=params.temperature, top_p=params.top_p, max_new_tokens=12, batch_size=4),
+        seed=5)
+    sim = UserSimulator(sampler.chat, max_turns=10**9)
+    pairs = []
+    for it in items:
+        hist = list(it.history)
+        n = sum(t.role == "user" for t in hist[:-1]) if hist else 0
+        state = UserState(scenario=it.scenario, system_prompt=render_system_prompt(it.scenario),
+                          history=hist[:-1], private=[""] * n, turns=n,
+                          turn_flags=[[] for _ in range(n)], goal_overlap=[0.0] * n)
+        pairs.append((hist[-1].text if hist else None, state))
+    theirs = []
+    for start in range(0, len(pairs), 8):  # simulate_local's chunks: 2 x batch_size
+        theirs += [runtime_generated(r, s) for r, s in sim.next_messages(pairs[start:start + 8])]
+    assert [g.raw for g in ours] == [g.raw for g in theirs]
+    assert [g.utterance for g in ours] == [g.utterance for g in theirs]
+    assert len(ours) == len(items)
+
+
+def test_guards_resample_and_refuse_empty_turns_and_count_them():
+    items, _ = build_items(_conversations(2), 0, 1, seed=0)
+    calls = []
+
+    def empty_then_text(batch):
+        calls.append(len(batch))
+        return ["<think>hm</think>\n" if len(calls) == 1 else "<think>ok</think>\nstill broken"
+                for _ in batch]
+
+    out = simulate_runtime(empty_then_text, "user_simulator", items, None, 0, 0, 0, 64, "t")
+    assert calls == [len(items), len(items)]  # one call, then one resample call for all
+    assert all(g.utterance == "still broken" and not g.ended for g in out)
+    counts = guard_counts(out)
+    assert counts["resampled_rate"] == 1.0 and counts["resampled_empty_utterance"] == 1.0
+
+    def always_empty(batch):
+        return ["<think>hm</think>\n" for _ in batch]
+
+    lost = simulate_runtime(always_empty, "user_simulator", items, None, 0, 0, 0, 64, "t")
+    # refused after the resample: nothing sent, and it is a lost turn, not an end decision
+    assert all(g.utterance == "" and not g.ended and "end:empty_turn" in g.flags for g in lost)
+
+
+def test_deferred_end_is_a_spoken_turn_and_a_bare_end_is_an_end():
+    items, _ = build_items(_conversations(2), 0, 1, seed=0)
+    spoken = simulate_runtime(lambda b: ["<think>done</think>\nthanks, bye <|end_conversation|>"]
+                              * len(b), "user_simulator", items, None, 0, 0, 0, 64, "t")
+    assert all(g.utterance == "thanks, bye" and not g.ended for g in spoken)
+    ended = simulate_runtime(lambda b: ["<think>done</think>\n<|end_conversation|>"] * len(b),
+                             "prompted_user", items, None, 0, 0, 0, 64, "t")
+    assert all(g.ended and g.utterance == "" and g.reasoning == "done" for g in ended)
+    assert guard_counts(ended)["ended_end_signal"] == 1.0
+
+
+def test_guard_counts_of_plain_turns():
+    g = Generated("x", "", "x", False, ())
+    assert guard_counts([g, replace(g, flags=("resampled:role_flip",))])["resampled_rate"] == 0.5
