@@ -2,7 +2,16 @@
 set ``tests/data/pii_cases_dev.jsonl`` (other phrasings and national formats: UK/DE/FR/IN/AU
 phones, single-digit IPv4, compressed IPv6, short passwords in .env/YAML/JSON/CLI, names without
 a cue word, CA/UK/AU/DE addresses), and false positives on ordinary text (issue 13, "Secrets
-survive the scrubber")."""
+survive the scrubber").
+
+``tests/data/pii_cases_blind.jsonl`` (132 cases, 22 types x 6) and
+``tests/data/pii_ordinary_blind.jsonl`` (60 texts without personal data) were written by a
+separate author who did not read the scrubber. Its first pass, on commit 6072ec0, scored 0.955
+overall (street_address, person_name and passport 0.67 each, every other type 1.0) with 1 false
+positive (a decimal number after "number" read as a phone). The misses were then fixed, as classes
+(address tails with unit / locality / postcode, hyphenated names, relation cue words, "passport
+(No. ...)" and ID-named CSV columns, decimals are never phones), so the set is no longer blind:
+it is a regression test now, not an unbiased estimate of recall."""
 
 from __future__ import annotations
 
@@ -141,6 +150,26 @@ def test_recall_overall_and_per_type(name: str) -> None:
     recall = {t: hit[t] / n for t, n in total.items()}
     assert sum(hit.values()) / sum(total.values()) >= 0.95, misses
     assert min(recall.values()) >= 0.9, (recall, misses)
+
+
+def test_blind_set_recall_and_false_positives() -> None:
+    """The held-out set of a separate author (provenance in the module docstring)."""
+    hit, total = Counter(), Counter()
+    misses = []
+    for case in _cases("pii_cases_blind.jsonl"):
+        total[case["type"]] += 1
+        out = scrub(case["text"])[0]
+        if leaks := _leaks(case, out):
+            misses.append((case["type"], out, leaks))
+        else:
+            hit[case["type"]] += 1
+    recall = {t: hit[t] / n for t, n in total.items()}
+    assert sum(total.values()) == 132 and len(total) == 22
+    assert sum(hit.values()) / sum(total.values()) >= 0.95, misses
+    assert min(recall.values()) >= 0.9, (recall, misses)
+    ordinary = [case["text"] for case in _cases("pii_ordinary_blind.jsonl")]
+    assert len(ordinary) == 60
+    assert [scrub(text)[0] for text in ordinary if scrub(text)[1]] == []
 
 
 def test_dev_set_is_wide() -> None:

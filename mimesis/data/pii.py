@@ -22,13 +22,16 @@ later rule sees the placeholders of earlier ones, e.g. a name before ``<[EMAIL]>
 - ``[ID_NUMBER]``: US SSN ``ddd-dd-dddd`` / ``ddd dd dddd`` with a possible area/group/serial
   (area not 000/666/9xx), or a number after an ID keyword (SSN, passport, driver's licence,
   national ID, tax ID, NHS, Aadhaar, NI, SIN, TFN; ``:``, ``#``, ``=``, ``-`` separators), or a
-  passport-shaped token later in a sentence about a passport; the keyword is kept.
+  passport-shaped token later in a sentence about a passport ("passport (No. GK482913)"), or a
+  value in a CSV / TSV / Markdown column whose header names an identity document
+  (``passport_no``, ``SSN``, ``National ID``; not ``order_id``); the keyword is kept.
 - ``[PHONE]``: ``+<country>`` or ``00<country>`` with separators (``+44 (0)161 …``) and 8–15
   digits, E.164 ``+`` and 11–15 digits, North-American ``(ddd) ddd-dddd`` / ``1-ddd-ddd-dddd`` /
   ``ddd.ddd.dddd``, national numbers with a trunk 0 and 10-11 digits (UK ``020 7946 0958``, DE
   ``030 12345678``, FR ``06 12 34 56 78``, AU ``0412 345 678``), and after a phone word ("call",
   "mobile", "tel", "WhatsApp", ...) any 9-15 digits (IN ``98765 43210``, ``4155550132``); an
-  extension (``x204``, ``ext. 42``) is part of the number.
+  extension (``x204``, ``ext. 42``) is part of the number. A decimal (``1234567.891``,
+  ``1234,56``) or a number with thousands separators (``1,234,567``) is never a phone.
 - ``[IP]``: IPv4 (octets ≤ 255, any length, with its ``:port`` or ``/cidr``) and IPv6 (full,
   compressed, with an IPv4 tail or a ``%zone``), validated by ``ipaddress``. Kept: loopback /
   unspecified addresses (127.0.0.1, 0.0.0.0, ::1), dotted quads after an outline or version
@@ -127,17 +130,26 @@ _CARD_PREFIX = re.compile(
 )
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])")
 _ID_KEYWORD = re.compile(
-    r"(?i)\b(?:ssn|social security(?: number| no\.?)?|passport(?: number| no\.?| num| #)?|driver'?s "
-    r"licen[cs]e(?: number| no\.?)?|national id(?: number)?|tax id|nhs number|aadhaar"
+    r"(?i)\b(?:ssn|social security(?: number| no\.?)?|passport(?:[ _-]?(?:number|no\.?|num|#))?"
+    r"|driver'?s licen[cs]e(?: number| no\.?)?|national id(?: number)?|tax id|nhs number|aadhaar"
     r"|national insurance(?: number)?|ni number|sin|tfn)\s*(?:is\s*)?[:#=-]?\s*[:#]?\s*"
     r"(?P<pii>[A-Z0-9][A-Z0-9-]{5,})"
 )
 # A passport-shaped token (1-3 letters and 6-9 digits, or 8-9 letters and digits with 5+ digits)
 # after "passport" in the same sentence: "the passport number on the scan reads K8369854".
+# The sentence may hold "No." / "Nr." / "Num." ("my Canadian passport (No. GK482913)").
 _PASSPORT_NEAR = re.compile(
-    r"(?i:passport)[^.!?\n]{0,40}?(?<![\w-])(?P<pii>[A-Z]{0,3}\d{6,9}[A-Z]?|(?=(?:[A-Z]*\d){5})"
-    r"[A-Z0-9]{8,9})(?![\w-])"
+    r"(?i:passport)(?:[^.!?\n]|(?<=\b(?i:no|nr))\.|(?<=\b(?i:num))\.){0,40}?(?<![\w-])"
+    r"(?P<pii>[A-Z]{0,3}\d{6,9}[A-Z]?|(?=(?:[A-Z]*\d){5})[A-Z0-9]{8,9})(?![\w-])"
 )
+# A CSV / TSV / Markdown column whose header names an identity document ("passport_no",
+# "SSN", "National ID", "driver_license_number"): every value with a digit below it is an ID.
+_ID_HEADER = re.compile(
+    r"(?:[a-z]+_)*(?:(?:passport|ssn|social_security|national_id|national_insurance|nhs|aadhaar"
+    r"|tax_id|nino|tfn|dni|cpf|personnummer|drivers?_licen[cs]e)(?:_[a-z]+)*"
+    r"|(?:id|identity|id_card|document|doc|licen[cs]e|ni|sin|tin)_(?:no|nr|num|number))"
+)
+_ID_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{4,19}")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 _EXTENSION = r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,5}\b)?"
 _PHONE = re.compile(
@@ -204,7 +216,20 @@ def _card(m: re.Match) -> bool:
     return prefix_ok and luhn_ok(digits)
 
 
-def _phone(m: re.Match) -> bool:
+def _numeric_amount(text: str, start: int, end: int) -> bool:
+    """The digits at ``text[start:end]`` are (part of) a decimal or a number with thousands
+    separators ("1234567.891", "1234,56", "1,234,567", or plain digits next to a decimal point):
+    never a phone. A comma after a number is a CSV separator as often as a thousands one."""
+    number = text[start:end]
+    if re.fullmatch(r"\d+\.\d+|\d+,\d{1,2}|\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        return True
+    glued = re.match(r"\.\d", text[end : end + 2]) or re.search(r"\d\.$", text[:start])
+    return bool(glued) and number.isdigit()
+
+
+def _phone(m: re.Match, text: str = "") -> bool:
+    if _numeric_amount(text, *m.span()):
+        return False
     number = re.sub(r"\s*(?:x|ext\.?|extension)\s*\d+$", "", m[0])
     digits = sum(c.isdigit() for c in number)
     if number.startswith("0") and not number.startswith("00"):
@@ -212,7 +237,9 @@ def _phone(m: re.Match) -> bool:
     return 8 <= digits <= 15
 
 
-def _phone_cued(m: re.Match) -> bool:
+def _phone_cued(m: re.Match, text: str = "") -> bool:
+    if _numeric_amount(text, *m.span("pii")):
+        return False
     digits = re.sub(r"\D", "", re.sub(r"(?:x|ext\.?|extension)\s*\d+$", "", m["pii"]))
     return 9 <= len(digits) <= 15
 
@@ -263,6 +290,54 @@ def _find_ibans(text: str) -> Iterator[Span]:
             candidate = candidate[:-1].rstrip()
 
 
+def _cells(line: str, sep: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each cell of a delimited line, quotes respected, blanks stripped."""
+    cell = re.compile(rf'[ \t]*(?:"(?:[^"]|"")*"|[^{re.escape(sep)}\n]*)')
+    pos = 0
+    while pos <= len(line):
+        m = cell.match(line, pos)
+        start, end = m.start(), m.end()
+        value = line[start:end]
+        start += len(value) - len(value.lstrip(' \t"'))
+        end -= len(value) - len(value.rstrip(' \t"'))
+        yield start, max(start, end)
+        pos = m.end() + 1
+        if m.end() >= len(line) or line[m.end()] != sep:
+            break
+
+
+def _id_header(cell: str) -> bool:
+    return _ID_HEADER.fullmatch(re.sub(r"[^a-z0-9]+", "_", cell.lower()).strip("_")) is not None
+
+
+def _find_id_columns(text: str) -> Iterator[Span]:
+    """Values under a delimited column whose header names an identity document."""
+    if not any(sep in text for sep in ",\t|;"):
+        return
+    lines, pos = [], 0
+    for line in text.split("\n"):
+        lines.append((pos, line))
+        pos += len(line) + 1
+    for i, (_, header) in enumerate(lines):
+        for sep in ",\t|;":
+            if sep not in header:
+                continue
+            cells = list(_cells(header, sep))
+            columns = [k for k, (a, b) in enumerate(cells) if _id_header(header[a:b])]
+            if not columns:
+                continue
+            for offset, row in lines[i + 1 :]:
+                if sep not in row:
+                    break
+                row_cells = list(_cells(row, sep))
+                for k in columns:
+                    if k < len(row_cells):
+                        a, b = row_cells[k]
+                        value = row[a:b]
+                        if _ID_VALUE.fullmatch(value) and any(c.isdigit() for c in value):
+                            yield offset + a, offset + b
+
+
 _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("URL_WITH_TOKEN", _regex(_URL_WITH_CREDENTIALS)),
     ("URL_WITH_TOKEN", _regex(_URL_WITH_TOKEN, _url_secret)),
@@ -275,10 +350,11 @@ _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("ID_NUMBER", _regex(_SSN)),
     ("ID_NUMBER", _regex(_ID_KEYWORD, _id_number)),
     ("ID_NUMBER", _regex(_PASSPORT_NEAR)),
+    ("ID_NUMBER", _find_id_columns),
     ("IP", _regex(_IPV6, _ip, context=True)),  # before phones: "2001:db8::42" has digit runs
     ("IP", _regex(_IPV4, _ip, context=True)),
-    ("PHONE", _regex(_PHONE, _phone)),
-    ("PHONE", _regex(_PHONE_CUED, _phone_cued)),
+    ("PHONE", _regex(_PHONE, _phone, context=True)),
+    ("PHONE", _regex(_PHONE_CUED, _phone_cued, context=True)),
     ("ADDRESS", find_addresses),
     ("NAME", find_names),
 ]

@@ -1,11 +1,13 @@
 """Find person names and street addresses in free text (our recognisers; no NER model).
 
 Names, three ways (a name is 1-4 capitalised words, ``O'Brien``, ``McAdams``, ``Jean-Luc``,
+``Delacroix-Martin``, ``Min-jun``,
 Latin accents (``José Martínez``), ``van``/``de``/``bin`` particles and middle initials allowed; a
 stoplist keeps "Dear Sir", "Hi There", weekdays, months, "ChatGPT", ...):
 
 - after a personal cue: "my name is", "I'm", "call me", "Dear", "Hi", a sign-off line
-  ("Regards,"), a title (Mr, Mrs, Ms, Dr, Prof), a relation ("my wife", "our landlord"), a field
+  ("Regards,"), a title (Mr, Mrs, Ms, Dr, Prof), a relation ("my wife", "my former intern", "our
+  landlord"; without a possessive, "the intern Nguyen Thi Lan", 2-4 words in either order), a field
   ("Name:", "Patient:"), "named", or before ``<[EMAIL]>`` / ``'s phone`` ("called" is not a cue:
   on ShareGPT it names books, bars and brands more often than people);
 - without a cue, a first name followed by a surname-shaped word, using the person-name lists of
@@ -19,10 +21,11 @@ stoplist keeps "Dear Sir", "Hi There", weekdays, months, "ChatGPT", ...):
 - in CSV / TSV rows, a known first name field next to a surname field (``17,Chiamaka,Eze``).
 
 Addresses: a house number, 0-4 capitalised words and a street type ("221B Baker Street", "1600
-Amphitheatre Pkwy, Mountain View, CA 94043"), with a unit before or after ("Flat 3, ...",
-"Unit 4/27 ...", "Apt 5B"), a direction ("Queen St W"), a city, a state or province and a US ZIP,
-UK postcode, Canadian postal code or Australian state + postcode; "PO Box 123" with its city;
-German-style "Hauptstraße 12, 10115 Berlin". Other national formats are not covered.
+Amphitheatre Pkwy, Mountain View, CA 94043"), with a unit before ("Flat 3, ...", "Unit 4/27 ...")
+and a direction ("Queen St W", "Queen Street West") after it, then a run of up to five trailing
+parts: units ("Apt 5B", "Level 3"), localities ("Didsbury, Manchester"), a state or province and a
+US ZIP, UK postcode, Canadian postal code or Australian state + postcode; "PO Box 123" with its
+city; German-style "Hauptstraße 12, 10115 Berlin". Other national formats are not covered.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ _UP = "A-ZÀ-ÖØ-ÞĀ-ž"
 _LOW = "a-zß-öø-ÿĀ-ž"
 _PART = rf"[{_UP}][{_LOW}]+"
 _WORD = (
-    rf"(?:(?:Mc|Mac|O'|D'|De|Di|La|Le)?{_PART}(?:-(?:O'|Mc)?{_PART})?"
+    # "Jean-Luc", "Delacroix-Martin", "Min-jun" (a Korean given name)
+    rf"(?:(?:Mc|Mac|O'|D'|De|Di|La|Le)?{_PART}(?:-(?:O'|Mc)?{_PART}){{0,2}}(?:-[{_LOW}]{{2,}})?"
     rf"(?![{_UP}{_LOW}0-9_'-]))"
 )
 _PARTICLE = r"(?:(?:van|von|de|da|del|der|di|du|le|la|bin|ibn|al|dos|das)\s+)"
@@ -78,9 +82,17 @@ _CUES = re.compile(
     r"|this is|dear|hi|hello|hey|named|meet with|meeting with"
     r"|speak (?:to|with)|ask for|assigned to|report to|signed by|c/o)"
     rf"|{_TITLE}"
-    rf"|(?i:(?:my|our|his|her|their|your) (?:{_RELATIONS}))(?:,| is| named| called)?)"
+    # "my former intern", "our new lead tenant": up to two words before the relation
+    rf"|(?i:(?:my|our|his|her|their|your)\s+(?:[a-z]+\s+){{0,2}}?(?:{_RELATIONS})\b)"
+    r"(?:,| is| named| called)?)"
     rf"|(?im:^\s*(?:{_FIELDS})\s*[:=]\s*[\"']?))"
     rf"[ \t]*(?:{_TITLE}[ \t]+)?{_NAME}"
+)
+# A relation word without a possessive, before two to four capitalised words: "the intern Nguyen
+# Thi Lan", "client Maria Lopez Garcia", "colleague Okafor Chinedu" (either name order).
+_RELATION_BARE = re.compile(
+    rf"\b(?:{_RELATIONS})\b[,:]?[ \t]+"
+    rf"(?P<pii>{_WORD}(?:\s+(?:[A-Z]\.\s+)?{_PARTICLE}?{_WORD}){{1,3}})"
 )
 _SIGNOFF = re.compile(  # the sign-off cue ends in a newline, so no blank is needed before the name
     r"(?im:^\s*(?:best|kind|warm)?\s*(?:regards|sincerely|thanks|thank you|cheers|best|warmly"
@@ -108,21 +120,33 @@ _STREET = (
     r"Plaza|Loop|Pike|Walk|Gardens|Grove|Hill|Mews|Broadway|Row|Parade|Esplanade|Quay|Rise|"
     r"Heights|Ridge|Run|Path|Crossing|Landing|Green|Commons|Promenade|Wharf|Expressway|Fwy|Freeway"
 )
-_UNIT = r"(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Room|Rm|#)\.?\s*#?[A-Za-z0-9-]{1,6}"
+_UNIT = (
+    r"(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Level|Lvl|Room|Rm|Bldg|Building|Block|#)"
+    r"\.?\s*#?[A-Za-z0-9-]{1,6}"
+)
 _CITY = r"[A-Z][a-zé'.-]+(?:\s[A-Z][a-zé'.-]+){0,2}"
+_REGION = (
+    r"(?:[A-Z]{2}\s+\d{5}(?:-\d{4})?"  # US state + ZIP
+    r"|(?:[A-Z]{2}\s+)?[A-Z]\d[A-Z]\s?\d[A-Z]\d"  # Canadian (province +) postal code
+    r"|(?:VIC|NSW|QLD|WA|SA|TAS|ACT|NT)\s+\d{4}"  # Australian state + postcode
+    r"|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}"  # UK postcode
+    r"|\d{5}(?:-\d{4})?"  # a bare ZIP
+    r"|[A-Z]{2})\b"
+)
+# After the street, any run of trailing parts: a unit, localities, a region or postcode, each
+# after a comma or (a unit, a postcode, one first locality) a blank: "88 Queen Street West, Unit
+# 1204, Toronto, ON M5H 2N2", "27 Hawthorn Road, Didsbury, Manchester M20 6RT".
+_ADDRESS_TAIL = (
+    rf"(?:,?\s*{_UNIT})?(?:,?\s*{_CITY})?"
+    rf"(?:(?:,\s*|\s+)(?:{_UNIT}|{_REGION})|,\s*{_CITY}){{0,5}}"
+)
 _ADDRESS = re.compile(
     rf"(?<![\w.,/-])(?:{_UNIT}(?:,\s*|\s*/\s*|\s+))?"  # "Flat 3, 14 ...", "Unit 4/27 ..."
     r"\d{1,6}[A-Za-z]?(?:-\d{1,4})?,?\s+"
     r"(?:(?:[NSEW]\.?|North|South|East|West)\s+)?"
     rf"(?:(?:[A-Z][A-Za-z'.-]*|\d{{1,3}}(?:st|nd|rd|th))\s+){{0,4}}(?:{_STREET})\b\.?"
-    r"(?:\s+(?:[NS][EW]?|[EW])\b\.?)?"  # "Queen St W", "K Street NW"
-    rf"(?:,?\s*{_UNIT})?"
-    rf"(?:,?\s*{_CITY})?"
-    r"(?:,?\s*(?:[A-Z]{2}\s+\d{5}(?:-\d{4})?"  # US state + ZIP
-    r"|[A-Z]{2}\s+[A-Z]\d[A-Z]\s?\d[A-Z]\d"  # Canadian province + postal code
-    r"|(?:VIC|NSW|QLD|WA|SA|TAS|ACT|NT)\s+\d{4}"  # Australian state + postcode
-    r"|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}"  # UK postcode
-    r"|[A-Z]{2}\b))?"
+    r"(?:\s+(?:[NS][EW]?|[EW]|(?:North|South)(?:east|west)?|East|West)\b\.?)?"
+    rf"{_ADDRESS_TAIL}"
 )
 _PO_BOX = re.compile(
     rf"\b(?:P\.?\s?O\.?\s+Box|Post Office Box)\s+\d{{1,6}}\b(?:,\s*{_CITY})?"
@@ -206,7 +230,10 @@ def _trim(text: str, start: int, end: int) -> Span | None:
 
 
 def _surname(word: str, first_known: bool) -> bool:
-    """``word`` can be a surname: a known one, or (after a known first name) any non-word."""
+    """``word`` can be a surname: a known one, or (after a known first name) any non-word; a
+    double-barrelled one ("Delacroix-Martin") when each part can be."""
+    if "-" in word:
+        return all(_surname(part, first_known) for part in word.split("-"))
     parts = word.replace("'", "-").split("-")
     common = _common_words()
     # plurals too: "Mountains", "Rockets"
@@ -215,9 +242,15 @@ def _surname(word: str, first_known: bool) -> bool:
     return first_known or word in name_lists()[1]
 
 
+def _known_last(word: str) -> bool:
+    """A surname in faker's lists, or a double-barrelled one whose parts all are."""
+    last_names = name_lists()[1]
+    return word in last_names or ("-" in word and all(p in last_names for p in word.split("-")))
+
+
 def _pair_span(text: str, m: re.Match) -> Span | None:
     """The span of a cue-less "First Last" match, or None (rules in the module docstring)."""
-    first_names, last_names = name_lists()
+    first_names = name_lists()[0]
     first, last = m["first"], m["last"]
     ambiguous = first.lower() in AMBIGUOUS_FIRST
     known = not ambiguous and any(p in first_names for p in first.split("-"))
@@ -227,7 +260,7 @@ def _pair_span(text: str, m: re.Match) -> Span | None:
         at_start = _SENTENCE_START.search(text, 0, m.start()) is not None
         if at_start or last not in _core_last():
             return None
-    elif not known and not (last in last_names and _surname(last, False)):
+    elif not known and not (_known_last(last) and _surname(last, False)):
         return None
     if not _surname(last, known) or f"{first} {last}" in public_figures():
         return None
@@ -248,6 +281,10 @@ def find_names(text: str) -> Iterator[Span]:
         for m in pattern.finditer(text):
             if (span := _trim(text, *m.span("pii"))) is not None:
                 yield span
+    for m in _RELATION_BARE.finditer(text):
+        words = m["pii"].split()
+        if not any(w.lower().strip(".") in _STOP or w.lower() in NOT_NAMES for w in words):
+            yield m.span("pii")
     for m in _PAIR.finditer(text):
         if (span := _pair_span(text, m)) is not None:
             yield span
