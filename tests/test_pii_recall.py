@@ -1,5 +1,17 @@
-"""PII/secret recall on the seeded set ``tests/data/pii_cases.jsonl`` and false positives on
-ordinary text (issue 13, "Secrets survive the scrubber")."""
+"""PII/secret recall on the seeded set ``tests/data/pii_cases.jsonl`` and on the hand-written dev
+set ``tests/data/pii_cases_dev.jsonl`` (other phrasings and national formats: UK/DE/FR/IN/AU
+phones, single-digit IPv4, compressed IPv6, short passwords in .env/YAML/JSON/CLI, names without
+a cue word, CA/UK/AU/DE addresses), and false positives on ordinary text (issue 13, "Secrets
+survive the scrubber").
+
+``tests/data/pii_cases_blind.jsonl`` (132 cases, 22 types x 6) and
+``tests/data/pii_ordinary_blind.jsonl`` (60 texts without personal data) were written by a
+separate author who did not read the scrubber. Its first pass, on commit 6072ec0, scored 0.955
+overall (street_address, person_name and passport 0.67 each, every other type 1.0) with 1 false
+positive (a decimal number after "number" read as a phone). The misses were then fixed, as classes
+(address tails with unit / locality / postcode, hyphenated names, relation cue words, "passport
+(No. ...)" and ID-named CSV columns, decimals are never phones), so the set is no longer blind:
+it is a regression test now, not an unbiased estimate of recall."""
 
 from __future__ import annotations
 
@@ -41,9 +53,63 @@ ORDINARY = [  # chat and code without personal data: nothing may be replaced
     "Explain sk-learn pipelines and the difference between fit and fit_transform.",
 ]
 
+# Ordinary text that looks like personal data: public figures (kept by choice, see
+# mimesis.data.pii_words), places and brands shaped like names, versions, hashes, code that reads
+# secrets from the environment, placeholders, and prose about passwords and phone numbers.
+ORDINARY_DEV = [
+    "Who was Abraham Lincoln and why is he famous?",
+    "Explain Marie Curie's contribution to the study of radioactivity.",
+    "In 1969 Neil Armstrong walked on the moon; Buzz Aldrin followed him.",
+    "Martin Luther King Jr. gave the I Have a Dream speech in Washington.",
+    "Grace Hopper and Ada Lovelace are pioneers of programming.",
+    "What's the weather like in San Francisco and Santa Clara in May?",
+    "The Jordan River flows into the Dead Sea.",
+    "Victoria Station is a short walk from Buckingham Palace.",
+    "Morgan Stanley and Goldman Sachs reported earnings this week.",
+    "Is Ruby on Rails still relevant in 2024, or should I learn Julia?",
+    "Will Python 3.12 support this syntax?",
+    "Mark the task as done and move on to the next one.",
+    "Compare the iPhone 15 Pro with the Samsung Galaxy S24 Ultra.",
+    "Python 3.11.4 and Node 18.17.1 are installed; pip 23.2.1 too.",
+    "Windows build 10.0.19045.3693 breaks the driver; see section 4.1.2.3 of the manual.",
+    "Pin requests==2.31.0.1 and bump the version 4.2.10.1 in setup.cfg.",
+    "Use color #1e90ff for links and #FFF for the background.",
+    "The commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3 broke the build.",
+    "UUID: 550e8400-e29b-41d4-a716-446655440000",
+    "It costs $1,299.99 or 1.199,00 EUR in Germany; the meeting is on 12/03/2024 at 14:30.",
+    "api_key = os.getenv('STRIPE_API_KEY')",
+    "password = getpass.getpass('Password: ')",
+    "const token = process.env.GITHUB_TOKEN;",
+    "Replace YOUR_API_KEY with the key: curl -H 'Authorization: Bearer YOUR_API_KEY' $URL",
+    "export OPENAI_API_KEY=<your-key-here>",
+    "db:\n  password: ${DB_PASSWORD}\n  user: app",
+    "Set PASSWORD=changeme for local dev only.",
+    "password = models.CharField(max_length=128)\nhashed = sha256(password)",
+    'form = {"username": user, "password": pw}',
+    "docker run -p 8080:80 -p 443:443 nginx && ssh -p 2222 deploy@host",
+    "My password is too weak, how do I make a stronger one?",
+    "The password must be at least 12 characters long.",
+    "Enter your password: ********",
+    "UK mobile numbers start with 07 and have 11 digits.",
+    "numpy slicing a[1::2] and std::vector<int> in C++",
+    "Order 1Z999AA10123456784 shipped; ISBN 978-3-16-148410-0.",
+    "The population grew from 1,234,567 to 2,345,678 between 2010 and 2020.",
+    "Listen on 0.0.0.0:8000 and proxy to 127.0.0.1:5000.",
+    "train_test_split(X, y, test_size=0.2, random_state=42)",
+    "The key insight is that the token embedding is shared.",
+    "Set max_tokens: 2048 and secret_name: prod-db-credentials in the YAML.",
+    "ISO date 2024-03-15T10:30:00Z and unix time 1710498600",
+    "Dear Hiring Manager,\nI am excited to apply for the role.",
+    "Regards,\nThe Support Team",
+    "Visit New York, Los Angeles and Rio de Janeiro this summer.",
+    "Jack Russell terriers and Harley Davidson motorcycles are both loud.",
+    "Claude Sonnet and Gemini Pro were compared on coding tasks.",
+    "Step 3.2.1.4: restart the service and check the logs.",
+]
 
-def _cases() -> list[dict]:
-    return [json.loads(line) for line in (DATA_DIR / "pii_cases.jsonl").open()]
+
+def _cases(name: str = "pii_cases.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (DATA_DIR / name).open()]
 
 
 def _leaks(case: dict, out: str) -> list[str]:
@@ -70,10 +136,11 @@ def test_seeded_set_is_reproducible_and_wide() -> None:
     assert sum(types.values()) >= 200 and len(types) >= 15
 
 
-def test_recall_overall_and_per_type() -> None:
+@pytest.mark.parametrize("name", ["pii_cases.jsonl", "pii_cases_dev.jsonl"])
+def test_recall_overall_and_per_type(name: str) -> None:
     hit, total = Counter(), Counter()
     misses = []
-    for case in _cases():
+    for case in _cases(name):
         total[case["type"]] += 1
         out = scrub(case["text"])[0]
         if leaks := _leaks(case, out):
@@ -85,7 +152,32 @@ def test_recall_overall_and_per_type() -> None:
     assert min(recall.values()) >= 0.9, (recall, misses)
 
 
-@pytest.mark.parametrize("text", ORDINARY)
+def test_blind_set_recall_and_false_positives() -> None:
+    """The held-out set of a separate author (provenance in the module docstring)."""
+    hit, total = Counter(), Counter()
+    misses = []
+    for case in _cases("pii_cases_blind.jsonl"):
+        total[case["type"]] += 1
+        out = scrub(case["text"])[0]
+        if leaks := _leaks(case, out):
+            misses.append((case["type"], out, leaks))
+        else:
+            hit[case["type"]] += 1
+    recall = {t: hit[t] / n for t, n in total.items()}
+    assert sum(total.values()) == 132 and len(total) == 22
+    assert sum(hit.values()) / sum(total.values()) >= 0.95, misses
+    assert min(recall.values()) >= 0.9, (recall, misses)
+    ordinary = [case["text"] for case in _cases("pii_ordinary_blind.jsonl")]
+    assert len(ordinary) == 60
+    assert [scrub(text)[0] for text in ordinary if scrub(text)[1]] == []
+
+
+def test_dev_set_is_wide() -> None:
+    types = Counter(c["type"] for c in _cases("pii_cases_dev.jsonl"))
+    assert set(types) == {c["type"] for c in _cases()} and min(types.values()) >= 4
+
+
+@pytest.mark.parametrize("text", ORDINARY + ORDINARY_DEV)
 def test_no_false_positive_on_ordinary_text(text: str) -> None:
     assert scrub(text) == (text, Counter())
 

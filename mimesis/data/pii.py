@@ -6,24 +6,37 @@ later rule sees the placeholders of earlier ones, e.g. a name before ``<[EMAIL]>
 - ``[SECRET]``: API keys, tokens, JWTs, private keys and ``api_key = <value>`` assignments
   (:mod:`mimesis.data.pii_secrets`: detect-secrets' patterns plus ours).
 - ``[URL_WITH_TOKEN]``: a URL of any scheme (``postgresql://``, ``https://``, ...) with
-  ``user:password@`` credentials, or an http(s) URL whose query string has a secret-like key
-  (token, key, api_key, secret, password, sig, auth, session, sid, code, ...) with a real-looking
+  ``user:password@`` credentials (``redis://:pw@`` too), a Slack / Discord / Teams / Telegram
+  webhook URL, or an http(s) / ws(s) / ftp URL whose query string has a secret-like key
+  (token, key, api_key / api-key / apiKey, secret, password, sig, X-Amz-Signature, auth, session,
+  sid, code, ...) with a real-looking
   value (≥ 8 characters with a digit, or ≥ 16; not a template such as
   ``{api_key}``, ``${KEY}``, ``YOUR_API_KEY``); the whole URL is replaced.
-- ``[EMAIL]``: ``local@domain.tld`` (not ``name@2x.png``-style file names).
+- ``[EMAIL]``: ``local@domain.tld`` (not ``name@2x.png``-style file names), and the obfuscated
+  ``name [at] domain [dot] com``.
 - ``[IBAN]``: an IBAN, plain or in groups of 4, with a valid country length and mod-97 checksum
   (``python-stdnum``; the national check digits inside some BBANs are not required).
-- ``[CARD]``: 13–19 digits, ungrouped or in 4-4-4-4(-3) / Amex 4-6-5 groups, with a card-network
-  prefix (Visa, Mastercard, Amex, Discover, Diners, JCB) and a valid Luhn checksum.
+- ``[CARD]``: 13–19 digits with a valid Luhn checksum: ungrouped with a card-network prefix
+  (Visa, Mastercard, Amex, Discover, Diners, JCB, UnionPay, Maestro, Mir, RuPay), or in
+  4-4-4-4(-3) / Amex 4-6-5 / Diners 4-6-4 groups of spaces or dashes starting with 2-6.
 - ``[ID_NUMBER]``: US SSN ``ddd-dd-dddd`` / ``ddd dd dddd`` with a possible area/group/serial
   (area not 000/666/9xx), or a number after an ID keyword (SSN, passport, driver's licence,
-  national ID, tax ID); the keyword is kept.
-- ``[PHONE]``: ``+<country> …`` with separators (groups of up to 4 digits, or 1-3 groups of up
-  to 10) and 8–15 digits, E.164 ``+`` and 11–15 digits,
-  or North-American ``(ddd) ddd-dddd`` / ``ddd-ddd-dddd`` / ``ddd.ddd.dddd``.
-- ``[IP]``: IPv4 (octets ≤ 255) and IPv6 (≥ 4 groups), validated by ``ipaddress``. Kept:
-  loopback/unspecified addresses (127.0.0.1, 0.0.0.0, ::1) and dotted quads of single digits
-  (``1.2.1.3`` is far more often an outline number than a host).
+  national ID, tax ID, NHS, Aadhaar, NI, SIN, TFN; ``:``, ``#``, ``=``, ``-`` separators), or a
+  passport-shaped token later in a sentence about a passport ("passport (No. GK482913)"), or a
+  value in a CSV / TSV / Markdown column whose header names an identity document
+  (``passport_no``, ``SSN``, ``National ID``; not ``order_id``); the keyword is kept.
+- ``[PHONE]``: ``+<country>`` or ``00<country>`` with separators (``+44 (0)161 …``) and 8–15
+  digits, E.164 ``+`` and 11–15 digits, North-American ``(ddd) ddd-dddd`` / ``1-ddd-ddd-dddd`` /
+  ``ddd.ddd.dddd``, national numbers with a trunk 0 and 10-11 digits (UK ``020 7946 0958``, DE
+  ``030 12345678``, FR ``06 12 34 56 78``, AU ``0412 345 678``), and after a phone word ("call",
+  "mobile", "tel", "WhatsApp", ...) any 9-15 digits (IN ``98765 43210``, ``4155550132``); an
+  extension (``x204``, ``ext. 42``) is part of the number. A decimal (``1234567.891``,
+  ``1234,56``) or a number with thousands separators (``1,234,567``) is never a phone.
+- ``[IP]``: IPv4 (octets ≤ 255, any length, with its ``:port`` or ``/cidr``) and IPv6 (full,
+  compressed, with an IPv4 tail or a ``%zone``), validated by ``ipaddress``. Kept: loopback /
+  unspecified addresses (127.0.0.1, 0.0.0.0, ::1), dotted quads after an outline or version
+  word ("section 1.2.1.3", "version 4.2.10.1", ``==``), and short IPv6-shaped slices (``a[1::2]``).
+  Three-part versions (3.11.4) never match.
 - ``[ADDRESS]``, ``[NAME]``: street addresses and person names (:mod:`mimesis.data.pii_people`).
 
 The checks (network prefix + Luhn, SSN ranges, placeholder values) favour precision, so numbers in
@@ -59,17 +72,25 @@ PLACEHOLDERS = (
 Span = tuple[int, int]
 
 _SECRET_KEY = (
-    r"(?:access_?|auth_?|api_?|id_?|refresh_?|bearer_?|session_?|private_?|client_?)?"
+    r"(?:access[_-]?|auth[_-]?|api[_-]?|id[_-]?|refresh[_-]?|bearer[_-]?|session[_-]?|private[_-]?"
+    r"|client[_-]?|oauth[_-]?|app[_-]?|secret[_-]?|x-amz-|x-goog-)?"
     r"(?:token|key|apikey|secret|password|passwd|pwd|sig|signature|auth|session|sid"
     r"|credential|code)"
 )
 _URL_WITH_TOKEN = re.compile(
-    rf"https?://[^\s\"'<>()\[\]]+?\?[^\s\"'<>]*?\b{_SECRET_KEY}=(?P<val>[^&\s\"'<>]+)"
+    rf"\b(?:https?|wss?|ftp)://[^\s\"'<>()\[\]]+?\?[^\s\"'<>]*?\b{_SECRET_KEY}=(?P<val>[^&\s\"'<>]+)"
     r"[^\s\"'<>)\]]*(?<![.,;:!?])",
     re.IGNORECASE,
 )
 _URL_WITH_CREDENTIALS = re.compile(
-    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@\"'<>]+:[^\s/@\"'<>]+@[^\s\"'<>)\]]*(?<![.,;:!?])"
+    r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@\"'<>]*:[^\s/@\"'<>]+@[^\s\"'<>)\]]*(?<![.,;:!?])"
+)
+# Webhook URLs carry their secret in the path (Slack, Discord, Teams / Office 365, Telegram bots).
+_WEBHOOK_URL = re.compile(
+    r"\bhttps?://(?:hooks\.slack\.com/(?:services|workflows)/[\w/-]{20,}"
+    r"|(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]{20,}"
+    r"|[\w.-]+\.webhook\.office\.com/[\w@/-]{30,}"
+    r"|api\.telegram\.org/bot\d+:[\w-]{30,}[^\s\"'<>]*)"
 )
 _TEMPLATE_VALUE = re.compile(r"^(?:[{$<\[]|(?i:%7b|your|xxx|\*\*\*))|^[A-Z_\\]+$")
 _FILE_TLDS = {
@@ -91,29 +112,76 @@ _FILE_TLDS = {
     "pdf",
 }
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+(?P<tld>[A-Za-z]{2,})\b")
+_EMAIL_OBFUSCATED = re.compile(
+    r"(?i)(?<![\w.+-])[a-z0-9._%+-]+\s*[\[(<{]\s*at\s*[\])>}]\s*[a-z0-9-]+"
+    r"(?:\s*(?:[\[(<{]\s*dot\s*[\])>}]|\.)\s*[a-z0-9-]+)+"
+)
 _CARD = re.compile(
     r"(?<![\d.-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{3})?"
-    r"|\d{4}([ -])\d{6}\2\d{5})(?![\d-])"
+    r"|\d{4}([ -])\d{6}\2\d{4,5})(?![\d-])"
 )
 # Issuer prefixes: Visa 4; Mastercard 51-55, 2221-2720; Amex 34, 37; Discover 6011, 644-649, 65;
-# Diners 300-305, 36, 38; JCB 3528-3589.
+# Diners 300-305, 36, 38; JCB 3528-3589; UnionPay 62, 81; Maestro 50, 56-58, 67; Mir 2200-2204;
+# RuPay 60, 82. A grouped number (4-4-4-4, 4-6-5, 4-6-4) needs only a first digit of 2-6: the
+# grouping and the Luhn digit are already rare outside card numbers.
 _CARD_PREFIX = re.compile(
     r"4|5[1-5]|2(?:22[1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)|3[47]|6011"
-    r"|64[4-9]|65|30[0-5]|3[68]|35(?:2[89]|[3-8]\d)"
+    r"|64[4-9]|65|30[0-5]|3[68]|35(?:2[89]|[3-8]\d)|62|81|82|50|5[6-8]|67|220[0-4]|60"
 )
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])")
 _ID_KEYWORD = re.compile(
-    r"(?i)\b(?:ssn|social security(?: number| no\.?)?|passport(?: number| no\.?)?|driver'?s "
-    r"licen[cs]e(?: number| no\.?)?|national id(?: number)?|tax id)\s*(?:is\s*)?[:#]?\s*"
+    r"(?i)\b(?:ssn|social security(?: number| no\.?)?|passport(?:[ _-]?(?:number|no\.?|num|#))?"
+    r"|driver'?s licen[cs]e(?: number| no\.?)?|national id(?: number)?|tax id|nhs number|aadhaar"
+    r"|national insurance(?: number)?|ni number|sin|tfn)\s*(?:is\s*)?[:#=-]?\s*[:#]?\s*"
     r"(?P<pii>[A-Z0-9][A-Z0-9-]{5,})"
 )
-_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
-_PHONE = re.compile(
-    r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]\(?\d{1,4}\)?){2,5}|\+\d{1,3}(?:\s?\(0\)\s?\d{2,10}|(?:[ .-]\d{2,10}){1,3})|\+\d{11,15}"
-    r"|\(\d{3}\) ?\d{3}[ .-]\d{4}|\d{3}([.-])\d{3}\1\d{4})(?![\w-])"
+# A passport-shaped token (1-3 letters and 6-9 digits, or 8-9 letters and digits with 5+ digits)
+# after "passport" in the same sentence: "the passport number on the scan reads K8369854".
+# The sentence may hold "No." / "Nr." / "Num." ("my Canadian passport (No. GK482913)").
+_PASSPORT_NEAR = re.compile(
+    r"(?i:passport)(?:[^.!?\n]|(?<=\b(?i:no|nr))\.|(?<=\b(?i:num))\.){0,40}?(?<![\w-])"
+    r"(?P<pii>[A-Z]{0,3}\d{6,9}[A-Z]?|(?=(?:[A-Z]*\d){5})[A-Z0-9]{8,9})(?![\w-])"
 )
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){3,7}[0-9A-Fa-f]{1,4}(?![\w:])")
+# A CSV / TSV / Markdown column whose header names an identity document ("passport_no",
+# "SSN", "National ID", "driver_license_number"): every value with a digit below it is an ID.
+_ID_HEADER = re.compile(
+    r"(?:[a-z]+_)*(?:(?:passport|ssn|social_security|national_id|national_insurance|nhs|aadhaar"
+    r"|tax_id|nino|tfn|dni|cpf|personnummer|drivers?_licen[cs]e)(?:_[a-z]+)*"
+    r"|(?:id|identity|id_card|document|doc|licen[cs]e|ni|sin|tin)_(?:no|nr|num|number))"
+)
+_ID_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{4,19}")
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
+_EXTENSION = r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,5}\b)?"
+_PHONE = re.compile(
+    r"(?<![\w+])(?:(?:\+|00(?=[1-9]))\d{1,3}(?:\s?\(0\)\s?\d{1,5})?(?:[ .-]\(?\d{1,4}\)?){2,5}"
+    r"|(?:\+|00(?=[1-9]))\d{1,3}(?:\s?\(0\)\s?\d{2,10}|\s?\(\d{1,4}\))?(?:[ .-]\d{2,10}){1,3}|\+\d{11,15}"
+    r"|(?:1[ .-])?\(\d{3}\) ?\d{3}[ .-]\d{4}|(?:1([.-]))?\d{3}([.-])\d{3}\2\d{4}"
+    # national numbers with a trunk 0: UK 020 7946 0958 / 07700 900123, DE 030 12345678,
+    # FR 06 12 34 56 78, AU 0412 345 678 (10-11 digits, checked in _phone)
+    r"|(?<!\d )0[1-9]\d{0,4}(?:[ .-]\d{2,8}){1,4}(?! \d))"
+    rf"{_EXTENSION}(?![\w-])"
+)
+# After a phone word, any 9-15 digits with separators ("call 98765 43210", "cell 4155550132").
+_PHONE_CUED = re.compile(
+    r"(?i:\b(?:call|phone|tel|telephone|mobile|cell|cellphone|text|whatsapp|sms|fax|ring|dial"
+    r"|number|contact|reach me|landline|handy|num[eé]ro|nummer))\b[^\d\n+]{0,15}"
+    rf"(?P<pii>\+?\d[\d .()-]{{7,18}}\d{_EXTENSION})(?![\w-])"
+)
+# A port or CIDR suffix is part of the address ("10.0.0.5:8080", "203.0.113.7/32").
+_IPV4 = re.compile(
+    r"(?<![\w.])(?P<ip>(?:\d{1,3}\.){3}\d{1,3})(?![\w]|\.\d)(?::\d{1,5}\b|/\d{1,2}\b)?"
+)
+# Outline and version numbers look like dotted quads: "section 1.2.1.3", "version 4.2.10.1".
+_NOT_IP_CUE = re.compile(
+    r"(?i:\b(?:section|sections|sec|chapter|ch|step|steps|part|clause|article|art|para"
+    r"|paragraph|rule|item|figure|fig|table|appendix|annex|version|ver|release|build|v|rev"
+    r"|revision|assemblyversion|fileversion|§)\.?\s*|>=|<=|~=|==|\bv)$"
+)
+# Full and compressed IPv6, an embedded IPv4 tail and a zone ("fe80::1%eth0"), validated below.
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?P<ip>(?=[0-9A-Fa-f]*:[0-9A-Fa-f]*:)[0-9A-Fa-f:]{2,39}"
+    r"(?:\d{1,3}(?:\.\d{1,3}){3})?)(?:%[\w.-]+)?(?![\w:]|\.\w)"
+)
 
 
 def luhn_ok(digits: str) -> bool:
@@ -143,33 +211,69 @@ def _email(m: re.Match) -> bool:
 
 def _card(m: re.Match) -> bool:
     digits = re.sub(r"\D", "", m[0])
-    return bool(_CARD_PREFIX.match(digits)) and luhn_ok(digits)
+    grouped = len(digits) != len(m[0])
+    prefix_ok = digits[0] in "23456" if grouped else bool(_CARD_PREFIX.match(digits))
+    return prefix_ok and luhn_ok(digits)
 
 
-def _phone(m: re.Match) -> bool:
-    return 8 <= sum(c.isdigit() for c in m[0]) <= 15
+def _numeric_amount(text: str, start: int, end: int) -> bool:
+    """The digits at ``text[start:end]`` are (part of) a decimal or a number with thousands
+    separators ("1234567.891", "1234,56", "1,234,567", or plain digits next to a decimal point):
+    never a phone. A comma after a number is a CSV separator as often as a thousands one."""
+    number = text[start:end]
+    if re.fullmatch(r"\d+\.\d+|\d+,\d{1,2}|\d{1,3}(?:,\d{3})+(?:\.\d+)?", number):
+        return True
+    glued = re.match(r"\.\d", text[end : end + 2]) or re.search(r"\d\.$", text[:start])
+    return bool(glued) and number.isdigit()
 
 
-def _ip(m: re.Match) -> bool:
+def _phone(m: re.Match, text: str = "") -> bool:
+    if _numeric_amount(text, *m.span()):
+        return False
+    number = re.sub(r"\s*(?:x|ext\.?|extension)\s*\d+$", "", m[0])
+    digits = sum(c.isdigit() for c in number)
+    if number.startswith("0") and not number.startswith("00"):
+        return 10 <= digits <= 11  # a national number with its trunk 0
+    return 8 <= digits <= 15
+
+
+def _phone_cued(m: re.Match, text: str = "") -> bool:
+    if _numeric_amount(text, *m.span("pii")):
+        return False
+    digits = re.sub(r"\D", "", re.sub(r"(?:x|ext\.?|extension)\s*\d+$", "", m["pii"]))
+    return 9 <= len(digits) <= 15
+
+
+def _ip(m: re.Match, text: str = "") -> bool:
+    address = m["ip"].split("%")[0]
+    if "." in address and ":" not in address:  # leading zeros ("010.001.002.003") are still IPv4
+        address = ".".join(str(int(part)) for part in address.split("."))
     try:
-        ip = ipaddress.ip_address(m[0])
+        ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    outline = ip.version == 4 and all(len(part) == 1 for part in m[0].split("."))
-    return not (ip.is_loopback or ip.is_unspecified or outline)
+    if ip.is_loopback or ip.is_unspecified:
+        return False
+    if ip.version == 6:  # "1::2" (a numpy slice) is valid: want a 3+ digit group or 3+ groups
+        groups = [g for g in re.split(r"[:.]", m["ip"].split("%")[0]) if g]
+        return any(c.isdigit() for c in m["ip"]) and (
+            len(groups) >= 3 or max(map(len, groups)) >= 3
+        )
+    return not _NOT_IP_CUE.search(text, max(0, m.start() - 16), m.start())
 
 
 def _id_number(m: re.Match) -> bool:
     return any(c.isdigit() for c in m["pii"])
 
 
-def _regex(pattern: re.Pattern, accept: Callable[[re.Match], bool] | None = None):
-    """A span finder for ``pattern``: its ``pii`` group if it has one, else the whole match."""
+def _regex(pattern: re.Pattern, accept: Callable[..., bool] | None = None, context: bool = False):
+    """A span finder for ``pattern``: its ``pii`` group if it has one, else the whole match.
+    With ``context``, ``accept`` also gets the text (to look around the match)."""
     group = "pii" if "pii" in pattern.groupindex else 0
 
     def find(text: str) -> Iterator[Span]:
         for m in pattern.finditer(text):
-            if accept is None or accept(m):
+            if accept is None or (accept(m, text) if context else accept(m)):
                 yield m.span(group)
 
     return find
@@ -186,18 +290,71 @@ def _find_ibans(text: str) -> Iterator[Span]:
             candidate = candidate[:-1].rstrip()
 
 
+def _cells(line: str, sep: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each cell of a delimited line, quotes respected, blanks stripped."""
+    cell = re.compile(rf'[ \t]*(?:"(?:[^"]|"")*"|[^{re.escape(sep)}\n]*)')
+    pos = 0
+    while pos <= len(line):
+        m = cell.match(line, pos)
+        start, end = m.start(), m.end()
+        value = line[start:end]
+        start += len(value) - len(value.lstrip(' \t"'))
+        end -= len(value) - len(value.rstrip(' \t"'))
+        yield start, max(start, end)
+        pos = m.end() + 1
+        if m.end() >= len(line) or line[m.end()] != sep:
+            break
+
+
+def _id_header(cell: str) -> bool:
+    return _ID_HEADER.fullmatch(re.sub(r"[^a-z0-9]+", "_", cell.lower()).strip("_")) is not None
+
+
+def _find_id_columns(text: str) -> Iterator[Span]:
+    """Values under a delimited column whose header names an identity document."""
+    if not any(sep in text for sep in ",\t|;"):
+        return
+    lines, pos = [], 0
+    for line in text.split("\n"):
+        lines.append((pos, line))
+        pos += len(line) + 1
+    for i, (_, header) in enumerate(lines):
+        for sep in ",\t|;":
+            if sep not in header:
+                continue
+            cells = list(_cells(header, sep))
+            columns = [k for k, (a, b) in enumerate(cells) if _id_header(header[a:b])]
+            if not columns:
+                continue
+            for offset, row in lines[i + 1 :]:
+                if sep not in row:
+                    break
+                row_cells = list(_cells(row, sep))
+                for k in columns:
+                    if k < len(row_cells):
+                        a, b = row_cells[k]
+                        value = row[a:b]
+                        if _ID_VALUE.fullmatch(value) and any(c.isdigit() for c in value):
+                            yield offset + a, offset + b
+
+
 _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("URL_WITH_TOKEN", _regex(_URL_WITH_CREDENTIALS)),
     ("URL_WITH_TOKEN", _regex(_URL_WITH_TOKEN, _url_secret)),
+    ("URL_WITH_TOKEN", _regex(_WEBHOOK_URL)),
     ("SECRET", find_secrets),
     ("EMAIL", _regex(_EMAIL, _email)),
+    ("EMAIL", _regex(_EMAIL_OBFUSCATED)),
     ("IBAN", _find_ibans),
     ("CARD", _regex(_CARD, _card)),
     ("ID_NUMBER", _regex(_SSN)),
     ("ID_NUMBER", _regex(_ID_KEYWORD, _id_number)),
-    ("PHONE", _regex(_PHONE, _phone)),
-    ("IP", _regex(_IPV4, _ip)),
-    ("IP", _regex(_IPV6, _ip)),
+    ("ID_NUMBER", _regex(_PASSPORT_NEAR)),
+    ("ID_NUMBER", _find_id_columns),
+    ("IP", _regex(_IPV6, _ip, context=True)),  # before phones: "2001:db8::42" has digit runs
+    ("IP", _regex(_IPV4, _ip, context=True)),
+    ("PHONE", _regex(_PHONE, _phone, context=True)),
+    ("PHONE", _regex(_PHONE_CUED, _phone_cued, context=True)),
     ("ADDRESS", find_addresses),
     ("NAME", find_names),
 ]

@@ -8,9 +8,17 @@ on chat text for services that our assignment rule covers, so these are not used
 ``T3BlbkFJ`` marker that newer keys lack, its Slack rule wants lowercase tokens and its GitHub rule
 exact lengths, so ours add: ``sk-`` / ``sk-proj-`` / ``sk-ant-`` keys, Google ``AIza`` keys,
 ``xox?-`` Slack tokens, ``github_pat_`` / ``gh?_`` tokens, Hugging Face ``hf_`` tokens, Stripe
-keys, ``Bearer`` tokens, PEM private-key blocks, and ``<name with key/secret/token/password> =
-<value of 24+ characters>`` assignments (the value only is replaced; a value must mix letters and
-digits and not look like a template such as ``YOUR_API_KEY``).
+keys, ``Bearer`` tokens, PEM private-key blocks, and ``whsec_`` / ``xapp-`` / ``GOCSPX-`` / ``ya29.`` / ``glpat-`` / ``npm_`` tokens, and assigned values
+(the value only is replaced; never a template such as ``YOUR_API_KEY``, ``${TOKEN}``,
+``<password>``, ``changeme``, nor code such as ``os.environ[...]``, ``request.form.get(...)``):
+
+- ``<name with key/secret/token> = <value>`` in code, ``.env``, YAML, JSON, INI, XML, CLI flags
+  (``--api-key X``) and prose ("my api key is X"): 24+ characters mixing letters and digits, or
+  12-23 that look random (short letter runs);
+- ``<name with password/passwd/pwd/passphrase> = <value>`` in the same places and connection
+  strings (``Password=...;``), plus ``mysql -pVALUE``, ``sshpass -p VALUE``, ``curl -u user:VALUE``
+  and ``Authorization: Basic ...``: 6+ characters with a digit or symbol (any 4+ when quoted),
+  since passwords are short and often plain words with a digit.
 
 A span found by a library pattern is extended to the end of its token, because some patterns are
 lazy (detect-secrets' JWT rule stops before the signature).
@@ -77,16 +85,36 @@ _OURS = re.compile(
     r"|xox[abposre]-[A-Za-z0-9-]{15,}"
     r"|github_pat_[A-Za-z0-9_]{22,}|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|hf_[A-Za-z0-9]{30,}"
-    r"|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}"
+    r"|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,}"
+    r"|xapp-\d-[A-Za-z0-9-]{20,}|xox[abposre]\.xox[a-z]-[A-Za-z0-9-]{15,}"
+    r"|GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[A-Za-z0-9_-]{20,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}"
     r")"
 )
-_KEYWORDS = ("key", "secret", "token", "passw", "pwd", "credential")
+_KEYWORDS = ("key", "secret", "token", "passw", "pwd", "pass", "credential", "-p", "-u", "basic")
 _BEARER = re.compile(r"(?i:\bbearer)\s+(?P<pii>[A-Za-z0-9_\-.=+/~]{20,})")
-_ASSIGNMENT = re.compile(
-    r"(?i:api[_-]?key|apikey|secret|token|passw(?:or)?d|pwd"
-    r"|access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)[A-Za-z0-9_]*[\"']?\]?"
-    r"\s*(?:=>|:=|[:=])\s*[\"'`]?(?P<pii>[^\s\"'`,;()\[\]{}<>]{24,})"
+_KEY_NAME = (
+    r"api[_-]?key|apikey|secret|token|access[_-]?key|private[_-]?key|auth[_-]?key|credentials?"
 )
+_PASS_NAME = r"passw(?:or)?d|passwd|passphrase|pwd|(?<![A-Za-z])pass(?![A-Za-z])|(?<![A-Za-z])pw"
+# name, optional suffix and closing quote / bracket, then a separator: = : => := or prose "is"
+_ASSIGNMENT = re.compile(
+    rf"(?i:(?P<name>{_KEY_NAME}|{_PASS_NAME}))[A-Za-z0-9_.-]*[\"']?\]?"
+    r"(?:\s*(?:=>|:=|==|[:=])\s*|\s+(?i:is|was|to)\s+(?:(?i:now|set to|still)\s+)?|>|\s+)"
+    r"(?P<q>[\"'`]?)(?P<pii>[^\s\"'`,;()\[\]{}<>]{4,})(?P<after>.?)"
+)
+_CLI_PASSWORD = re.compile(
+    r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<q>[\"']?)(?P<pii>[^\s\"']{4,})"
+    r"|\bsshpass\s+-p\s*(?P<q2>[\"']?)(?P<pii2>[^\s\"']{4,})"
+    r"|\s(?:-u|--user)\s+[\"']?[^\s:\"'$]+:(?P<pii3>[^\s\"'@]{4,})"
+    r"|(?i:\bbasic)\s+(?P<pii4>[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"
+)
+_CODE_VALUE = re.compile(
+    r"^(?:[A-Za-z_]\w*(?:\.\w+)+|[a-z_]+|[A-Z_]+|[a-z]+(?:[A-Z][a-z]*)+"
+    r"|(?i:true|false|none|null|nil|undefined|str|string|text|int|required|optional|secret"
+    r"|password|token|hidden|masked|redacted|empty|default))$"
+)
+_MASKED = re.compile(r"^[*x•.#-]+$", re.IGNORECASE)
 
 
 def _mixed(value: str) -> bool:
@@ -112,6 +140,9 @@ def _extend(text: str, start: int, end: int) -> Span:
 def find_secrets(text: str) -> Iterator[Span]:
     """Yield ``(start, end)`` character spans of credentials in ``text`` (may overlap)."""
     if not _LONG_RUN.search(text):
+        lower = text.lower()
+        if any(k in lower for k in _KEYWORDS):  # passwords are short
+            yield from _assignments(text)
         return
     for m in _PEM.finditer(text):
         yield m.span()
@@ -126,11 +157,51 @@ def find_secrets(text: str) -> Iterator[Span]:
     if "bearer" in lower:
         yield from _group_spans(_BEARER, text, _mixed)
     if any(k in lower for k in _KEYWORDS):
-        yield from _group_spans(_ASSIGNMENT, text, _assigned_secret)
+        yield from _assignments(text)
+
+
+def _assignments(text: str) -> Iterator[Span]:
+    """Values assigned to key / secret / token / password names (rules in the docstring)."""
+    for m in _ASSIGNMENT.finditer(text):
+        value, quoted = m["pii"].rstrip("."), bool(m["q"])
+        if quoted and not text.startswith(m["q"], m.end("pii")):
+            continue  # "Enter your password" in quotes: the quoted text goes on
+        if not quoted and m["after"] in "([." and m["after"]:
+            continue  # a call or an attribute: sha256(x), os.environ[...]
+        password = re.fullmatch(_PASS_NAME, m["name"], re.IGNORECASE) is not None
+        if _password(value, quoted) if password else _assigned_secret(value):
+            yield m.start("pii"), m.start("pii") + len(value)
+    for m in _CLI_PASSWORD.finditer(text):
+        group = next(g for g in ("pii", "pii2", "pii3", "pii4") if m[g])
+        value = m[group]
+        if group == "pii4" and not _mixed(value):
+            continue
+        if group == "pii4" or _password(value, True):
+            yield m.span(group)
+
+
+def _password(value: str, quoted: bool) -> bool:
+    """A password: not a template or masked; unquoted, 6+ characters with a digit or symbol and
+    not an identifier or a word."""
+    if _TEMPLATE.search(value) or _MASKED.match(value) or value.startswith("!"):
+        return False
+    if quoted:
+        return len(value) >= 4 and not _CODE_VALUE.match(value) or _mixed(value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(not c.isalnum() and c != "_" for c in value)
+    if _CODE_VALUE.match(value) and not has_digit:
+        return False
+    return len(value) >= 6 and (has_digit or has_symbol) and not value.isdigit()
 
 
 def _assigned_secret(value: str) -> bool:
-    return not _TEMPLATE.search(value) and _mixed(value)
+    """A key or token: mixed letters and digits, 24+ characters or 12+ random-looking ones."""
+    if _TEMPLATE.search(value) or not _mixed(value):
+        return False
+    if len(value) >= 24:
+        return True
+    longest_letters = max((len(r) for r in re.findall(r"[A-Za-z]+", value)), default=0)
+    return len(value) >= 12 and longest_letters <= 5 and not re.search(r"[:/@]", value)
 
 
 def _group_spans(pattern: re.Pattern, text: str, accept: Callable[[str], bool]) -> Iterator[Span]:
