@@ -58,14 +58,15 @@ def test_union_keeps_every_producer_of_every_label():
         combine(rule, None, PRODUCER, "vote")
 
 
-def test_mixed_takes_behaviours_from_rules_and_annotator_and_traits_from_the_learned_labeller():
+def test_mixed_takes_behaviours_from_the_learned_labeller_and_annotator_traits_per_dev_choice():
     rule = RuleResult(behaviors=["B2"], traits=["terse", "thanks_and_leave"])
     learned = {"B7", "typo_rich"}
     behaviors, traits, sources = combine(rule, ["B9"], PRODUCER, "mixed", learned)
-    assert behaviors == ["B2", "B9"]  # not the learned B7, not missing the rules' B2
+    assert behaviors == ["B7", "B9"]  # the learned B7 and the annotator's B9, not the rules' B2
     assert traits == ["typo_rich", "thanks_and_leave"]  # not the rules' terse
-    assert sources == {"B2": ["rules"], "B9": [PRODUCER], "typo_rich": ["learned:minilm-logreg"],
-                       "thanks_and_leave": ["rules"]}
+    assert sources == {"B7": ["learned:minilm-logreg"], "B9": [PRODUCER],
+                       "typo_rich": ["learned:minilm-logreg"], "thanks_and_leave": ["rules"]}
+    assert combine(rule, None, PRODUCER, "mixed", {"B2"})[2]["B2"] == ["learned:minilm-logreg"]
     with pytest.raises(ValueError, match="learned"):
         combine(rule, ["B9"], PRODUCER, "mixed", None)
     # A trait chosen for the rules (on the dev part) comes from the rules, with that source.

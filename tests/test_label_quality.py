@@ -90,6 +90,51 @@ def test_threshold_is_the_lowest_cut_reaching_the_target_precision():
     assert learned.choose_threshold(prob, y, 1.0, 3) == float("inf")  # abstains
 
 
+def test_trait_threshold_is_the_cut_with_the_best_f1():
+    prob = np.array([0.95, 0.9, 0.8, 0.6, 0.5, 0.1])
+    y = np.array([1, 1, 0, 1, 0, 0])
+    assert learned.choose_threshold_f1(prob, y) == 0.6  # P 3/4, R 1: F1 0.86
+    assert learned.choose_threshold_f1(prob, np.zeros(6, dtype=int)) == float("inf")
+
+
+def test_context_features_see_an_edit_of_the_last_reply_not_a_new_question():
+    reply = "Here is a short poem about the sea and its waves, in four lines."
+    edit = learned.context_features("make it shorter and use rhymes about waves", reply, "")
+    new = learned.context_features("What is the capital of France?", reply, "")
+    names = ["has_agent", "agent_len", "cut_off", "overlap_agent", "overlap_user", "edits",
+             "edit_head", "back_ref", "verdict", "opener", "opener_with_agent", "questions",
+             "items", "edit_not_question"]
+    e, n = dict(zip(names, edit, strict=True)), dict(zip(names, new, strict=True))
+    assert e["edit_not_question"] == 1 and n["edit_not_question"] == 0
+    assert e["overlap_agent"] > n["overlap_agent"] and n["opener"] == 1
+    assert learned.context_features("hi", "", "")[:3] == [0.0, 0.0, 0.0]
+
+
+def test_without_an_embedder_the_features_have_no_embedding_columns():
+    gold = load_gold()[:30]
+    x = learned.featurize(gold_inputs(gold), None)
+    assert not any(c.startswith(("e", "cos")) for c in x.columns)
+    assert any(c.startswith("c") for c in x.columns) and len(x) == 30
+    with_embed = learned.featurize(gold_inputs(gold), hash_embed)
+    assert {"cos_agent", "e0"} <= set(with_embed.columns)
+
+
+def test_mixed_is_scored_out_of_fold_with_the_learned_behaviours():
+    gold = load_gold()[:90]
+    q = quality.measure(gold, Annotator(CopyingBackend(), AnnotatorParams()), None,
+                        learned.LearnedParams(folds=2, inner_folds=2), n_bootstrap=20)
+    assert set(q.scores["cv"]) == {"mixed", "learned"}
+    cv = q.scores["cv"]
+    for b in BEHAVIOR_IDS:  # no annotator ids: mixed's behaviours are the out-of-fold ones
+        assert cv["mixed"]["behaviors"][b].predicted == cv["learned"]["behaviors"][b].predicted
+
+
+def test_appending_a_round_keeps_the_parts_of_earlier_turns():
+    gold = load_gold()
+    first = quality.assign_parts(gold[:quality.ROUND1_TURNS])
+    assert all(quality.packaged_parts()[cid] == part for cid, part in first.items())
+
+
 def test_split_is_deterministic_grouped_stratified_and_about_half():
     gold = load_gold()
     parts = quality.split_gold(gold)

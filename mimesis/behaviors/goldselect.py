@@ -35,6 +35,36 @@ ENRICH_CUES = re.compile(
     r"different (?:question|topic)|anyway|new (?:question|topic|task)|but (?:i|you)|"
     r"only|shorter|longer|too (?:long|short|formal|casual))\b"
 )
+# Round 2 (seed 13): cues for the behaviours round 1 found rare (B3-B11, B13), not the explicit
+# revisions round 1's cues favoured (B2). A later user turn qualifies when its first 400
+# characters match RARE_CUES, or when the agent reply before it refused/declared something
+# impossible (B4) or ended on a question to the user (B3).
+RARE_CUES = re.compile(
+    r"(?i)\b(?:you said|you told|you just|you were|you are wrong|that'?s (?:wrong|not|incorrect)|"
+    r"not what i|i (?:said|told|asked|already)|again|still (?:not|doesn'?t|wrong|the same)|"
+    r"forget (?:it|that|about)|never ?mind|nevermind|skip (?:it|that)|let'?s (?:move|change|go)|"
+    r"moving on|different (?:question|topic)|new (?:question|topic|task)|unrelated|by the way|"
+    r"btw|anyway|stupid|useless|dumb|idiot|terrible|lazy|seriously|come on|ugh|wtf|"
+    r"just (?:do|give|write|pick|answer|tell)|whatever|i don'?t care|doesn'?t matter|"
+    r"why (?:did|do|can'?t|won'?t) you|can'?t you|you (?:didn'?t|forgot|missed|keep|failed|"
+    r"misunderstood)|without (?:using|any)|no (?:apps?|libraries|internet|code)|but i (?:want|"
+    r"need|said)|i (?:know|believe|read|heard) (?:that|it)|it is known|pretend|you can|"
+    r"you have access|you must|hurry|asap|urgent|quick)\b|\?{2,}|!{2,}"
+)
+AGENT_REFUSES = re.compile(
+    r"(?i)\b(?:i'?m sorry,? but|i (?:cannot|can'?t|am unable|am not able)|as an ai|"
+    r"not (?:possible|able to)|i don'?t have (?:access|the ability)|unable to (?:provide|browse|"
+    r"access))"
+)
+
+
+def rare_hit(turns: list[dict], i: int) -> bool:
+    """Round 2's enrichment test for user turn ``i`` (never the opening turn)."""
+    if i == 0 or turns[i]["role"] != "user":
+        return False
+    agent = turns[i - 1]["text"]
+    return bool(RARE_CUES.search(turns[i]["text"][:400]) or AGENT_REFUSES.search(agent[:600])
+                or agent.rstrip().endswith("?"))
 
 
 def _view(turns: list[dict], index: int) -> dict:
@@ -45,14 +75,15 @@ def _view(turns: list[dict], index: int) -> dict:
             "user_turn_number": index // 2 + 1, "text_chars": len(turns[index]["text"])}
 
 
-def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int) -> list[dict]:
+def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int,
+           exclude: frozenset[str] = frozenset(), cues: str = "round1") -> list[dict]:
     """The chosen turns, each a dict with ``id``, ``draw`` and its :func:`_view` fields.
 
     Raises:
         ValueError: the train split has too few conversations or cue matches for the request.
     """
     convs = [c for c in read_jsonl(curate_dir / "train.jsonl")
-             if c["turns"] and c["turns"][0]["role"] == "user"]
+             if c["turns"] and c["turns"][0]["role"] == "user" and c["id"] not in exclude]
     rng = random.Random(seed)
     order = list(range(len(convs)))
     rng.shuffle(order)
@@ -72,8 +103,11 @@ def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int) -> list[
         if k in used:
             continue
         turns = convs[k]["turns"]
-        hits = [i for i, t in enumerate(turns) if t["role"] == "user" and i > 0
-                and i < 2 * MAX_TURN and ENRICH_CUES.search(t["text"][:400])]
+        if cues == "round2":
+            hits = [i for i in range(1, min(len(turns), 2 * MAX_TURN)) if rare_hit(turns, i)]
+        else:
+            hits = [i for i, t in enumerate(turns) if t["role"] == "user" and i > 0
+                    and i < 2 * MAX_TURN and ENRICH_CUES.search(t["text"][:400])]
         if hits:
             chosen.append({"id": convs[k]["id"], "draw": "enriched",
                            **_view(turns, rng.choice(hits))})
@@ -108,8 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-random", type=int, default=170)
     parser.add_argument("--n-enriched", type=int, default=130)
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--exclude", type=Path, default=None,
+                        help="a labelled set whose conversations are not drawn again")
+    parser.add_argument("--cues", choices=("round1", "round2"), default="round1")
     args = parser.parse_args(argv)
-    rows = select(args.curate, args.n_random, args.n_enriched, args.seed)
+    exclude = frozenset(r["id"] for r in read_jsonl(args.exclude)) if args.exclude else frozenset()
+    rows = select(args.curate, args.n_random, args.n_enriched, args.seed, exclude, args.cues)
     write_jsonl(args.out / "candidates.jsonl", rows)
     for b in range(0, len(rows), 25):
         (args.out / f"batch_{b // 25:02d}.txt").write_text(render(rows[b:b + 25], b))

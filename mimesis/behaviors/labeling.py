@@ -90,9 +90,11 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
         rule: The rule labels.
         annotated: The annotator's behaviour ids, or ``None`` when it gave none.
         producer: The annotator's producer id (``annotator:<backend>:<model>``).
-        mode: ``mixed`` (behaviours as ``union``, traits as ``learned`` except those in
-            ``rule_traits``, taken from the rules: on the hand-labelled set the rules beat the
-            learned labeller on B1-B13, and each trait goes to the labeller better on it),
+        mode: ``mixed`` (behaviours from the learned labeller, which reads the rule hits as
+            features, plus the annotator's behaviour ids when it gives any; traits as
+            ``learned`` except those in ``rule_traits``, taken from the rules: each trait goes
+            to the labeller better on it; cross-validated on the hand-labelled set the learned
+            behaviours are far more precise than the rules'),
             ``learned`` (the learned labeller's behaviours and traits; ``thanks_and_leave``,
             which it has too few examples to learn, from the rules), ``union`` (rules or
             annotator), ``rules`` or ``annotator`` (one source's behaviours; traits from rules).
@@ -109,12 +111,14 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
     if mode == "learned":
         return _combine_learned(rule, learned)
     if mode == "mixed":  # each label group from the labeller measured best on it
-        behaviors, _, sources = combine(rule, annotated, producer, "union")
-        _, traits, learned_sources = _combine_learned(rule, learned)
+        learned_behaviors, traits, learned_sources = _combine_learned(rule, learned)
+        from_model = set(annotated or ())
+        behaviors = [b for b in BEHAVIOR_IDS if b in learned_behaviors or b in from_model]
+        sources = {b: [p for p, got in ((LEARNED, learned_behaviors), (producer, from_model))
+                       if b in got] for b in behaviors}
         learned_sources.update({t: [RULES] for t in rule_traits if t in rule.traits})
         traits = [t for t in TRAIT_IDS if (t in rule.traits if t in rule_traits else t in traits)]
-        return behaviors, traits, {**{b: sources[b] for b in behaviors},
-                                   **{t: learned_sources[t] for t in traits}}
+        return behaviors, traits, {**sources, **{t: learned_sources[t] for t in traits}}
     from_rules, from_model = set(rule.behaviors), set(annotated or ())
     keep = {"union": from_rules | from_model, "rules": from_rules, "annotator": from_model}[mode]
     behaviors = [b for b in BEHAVIOR_IDS if b in keep]

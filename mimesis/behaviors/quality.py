@@ -1,14 +1,16 @@
 """How good each labeller is, measured on the hand-labelled set (``mimesis.behaviors.gold``):
 the rules, the annotator (when it gives behaviour ids), their union, the learned labeller and
-``mixed`` (the ``label`` stage's default: behaviours from the union, each trait from whichever of
-rules and learned labeller is better on it).
+``mixed`` (the ``label`` stage's default: behaviours from the learned labeller, which reads the
+rule hits as features, plus the annotator's when it gives any; each trait from whichever of rules
+and learned labeller is better on it).
 
 The set is split once, deterministically, into a **dev** part and a held-out **test** part
 (:func:`split_gold`). The rule lexicons and thresholds were tuned by reading dev turns only, so
-every labeller that uses the rules (rules, annotator, union, mixed) is scored on the test part
-only. The learned labeller is scored by grouped cross-validation on all turns (part ``cv``, never
-on a turn or conversation it was fitted on) and, for comparison, on the test part's out-of-fold
-predictions. ``mixed`` picks each trait's labeller on the dev part.
+the rule-based labellers (rules, annotator, union) are scored on the test part only. The learned
+labeller and ``mixed`` are scored by grouped cross-validation on all turns (part ``cv``: each
+turn's behaviours come from a model fitted, and thresholded on inner folds, without its
+conversation) and on the test part's out-of-fold predictions (``test``: turns the rules were not
+tuned on either). ``mixed`` picks each trait's labeller on the dev part.
 
 The ``label`` stage runs :func:`measure` on every run, logs :func:`metrics` to MLflow, and labels
 with the labeller :func:`measure` fitted on the whole set.
@@ -33,7 +35,8 @@ from mimesis.behaviors.scoring import Score, score
 
 LABELS: tuple[str, ...] = (*BEHAVIOR_IDS, *TRAIT_IDS)
 DEV, TEST, CV = "dev", "test", "cv"
-RULE_BASED = ("rules", "annotator", "union", "mixed")  # never scored on the dev part
+RULE_BASED = ("rules", "annotator", "union")  # never scored on the dev part
+ROUND1_TURNS = 300  # the set's first rows, labelled in round 1; later rounds are appended
 
 
 @dataclass
@@ -59,24 +62,29 @@ def _hash(cid: str) -> str:
     return hashlib.sha256(cid.encode()).hexdigest()
 
 
-def assign_parts(gold: Sequence[GoldTurn]) -> dict[str, str]:
+def assign_parts(gold: Sequence[GoldTurn], first: str = DEV) -> dict[str, str]:
     """Conversation id -> ``dev`` or ``test``: conversations (all their turns together) are
     stratified by B2, B12, another behaviour and pasted_content, ordered by the SHA-256 of their
-    id within each stratum, and alternately assigned, dev first (about half each)."""
+    id within each stratum, and alternately assigned, ``first`` first (about half each)."""
+    order = (DEV, TEST) if first == DEV else (TEST, DEV)
     labels: dict[str, set[str]] = defaultdict(set)
     for g in gold:
         labels[g.id] |= g.labels
     strata: dict[tuple[bool, ...], list[str]] = defaultdict(list)
     for cid, labs in labels.items():
         strata[_stratum(labs)].append(cid)
-    return {cid: (DEV, TEST)[n % 2] for key in sorted(strata)
+    return {cid: order[n % 2] for key in sorted(strata)
             for n, cid in enumerate(sorted(strata[key], key=_hash))}
 
 
 @cache
 def packaged_parts() -> dict[str, str]:
-    """:func:`assign_parts` of the packaged set: the split the rules were tuned against."""
-    return assign_parts(load_gold())
+    """The packaged set's split: :func:`assign_parts` of each labelling round on its own (the
+    first ``ROUND1_TURNS`` rows dev first, then the rest test first, which evens out the
+    strata's odd counts), so that appending a round leaves the parts of earlier turns, the
+    split the rules were tuned against, unchanged."""
+    gold = load_gold()
+    return {**assign_parts(gold[:ROUND1_TURNS]), **assign_parts(gold[ROUND1_TURNS:], TEST)}
 
 
 def split_gold(gold: Sequence[GoldTurn]) -> list[str]:
@@ -116,7 +124,7 @@ def choose_rule_traits(truth: Sequence[frozenset[str]], rules: Sequence[set[str]
     return tuple(t for t in TRAIT_IDS if s_rules[t].f1 > s_model[t].f1)
 
 
-def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed,
+def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed | None,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0) -> Quality:
     """Score every labeller on its part of ``gold`` and fit the learned labeller on all of it.
 
@@ -139,11 +147,11 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     dev = [n for n, p in enumerate(parts) if p == DEV]
     rule_traits = choose_rule_traits([truth[n] for n in dev], [rule_sets[n] for n in dev],
                                      [oof[n] for n in dev])
-    behaviours = preds.get("union", rule_sets)
-    preds["mixed"] = [{b for b in u if b in BEHAVIOR_IDS}
+    annotated = [a - set(TRAIT_IDS) for a in preds.get("annotator", [set()] * len(gold))]
+    preds["mixed"] = [{b for b in m | a if b in BEHAVIOR_IDS}
                       | {t for t in TRAIT_IDS if t in (r if t in rule_traits else m)}
                       | ({"thanks_and_leave"} & r)
-                      for u, r, m in zip(behaviours, rule_sets, oof, strict=True)]
+                      for a, r, m in zip(annotated, rule_sets, oof, strict=True)]
     preds["learned"] = oof
     rows = {TEST: [n for n, p in enumerate(parts) if p == TEST], CV: list(range(len(gold)))}
 
@@ -154,8 +162,8 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
                        for group, ids in (("behaviors", BEHAVIOR_IDS), ("traits", TRAIT_IDS))}
                 for name in names}
 
-    scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "learned"], TEST),
-              CV: scored(["learned"], CV)}
+    scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "mixed", "learned"], TEST),
+              CV: scored(["mixed", "learned"], CV)}
     final = learned.fit(x, y, groups, LABELS, params, seed, keys)
     return Quality(scores, final, len(gold), rule_traits,
                    {part: tuple(keys[n] for n in idx) for part, idx in rows.items()})
@@ -181,7 +189,7 @@ def table(quality: Quality) -> dict:
     """JSON-ready figures per part, labeller, group and label (for ``quality.json``)."""
     return {"turns": quality.n_turns,
             "parts": {TEST: "held-out half of the labelled set (rules never tuned on it)",
-                      CV: "all turns, grouped cross-validation (learned labeller only)",
+                      CV: "all turns, grouped cross-validation (learned and mixed only)",
                       "turns": {p: len(k) for p, k in (quality.rows or {}).items()}},
             "mixed_traits_from_rules": list(quality.rule_traits),
             "thresholds": {k: m.threshold for k, m in quality.labeller.models.items()},

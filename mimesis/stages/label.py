@@ -15,11 +15,12 @@ splits, end reasoning for conversations that really ended, and optionally behavi
 batched call per prompt kind. Every label, reasoning and goal records its producer.
 
 Every run also measures the labellers on the packaged hand-labelled set
-(``mimesis.behaviors.quality``: rules, annotator, union and mixed on its held-out test part, the
-learned labeller by grouped cross-validation; per-label and micro precision/recall/F1 with
-bootstrap CIs), logs the figures to MLflow, writes them to ``<out>/quality.json``, and, with
-``combine: mixed`` or ``learned``, labels with the learned labeller fitted on the whole set
-(``mixed`` takes each trait from the labeller better on the dev part).
+(``mimesis.behaviors.quality``: rules, annotator and union on its held-out test part, the learned
+labeller and ``mixed`` by grouped cross-validation and on the test part; per-label and micro
+precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes them to
+``<out>/quality.json``, and, with ``combine: mixed`` or ``learned``, labels with the learned
+labeller fitted on the whole set (``mixed``: its behaviours, plus the annotator's when it gives
+any; each trait from the labeller better on the dev part).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         inputs, input_rejects = load_inputs(curate_dir)
         sampled, not_sampled = sample(inputs, params.max_conversations, params.seed)
         annotator = make_annotator(params.annotator, params.seed)
-        embed = make_embedder()
+        embed = make_embedder() if params.learned.embeddings else None
         figures = quality.measure(load_gold(), annotator, embed, params.learned,
                                   params.n_bootstrap, params.seed)
         outcome = label_conversations(
@@ -120,7 +121,8 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
     return out_dir
 
 
-def _learner(labeller: learned.LearnedLabeller, embed: learned.Embed, params: LearnedParams):
+def _learner(labeller: learned.LearnedLabeller, embed: learned.Embed | None,
+             params: LearnedParams):
     return lambda items: labeller.predict(learned.featurize(items, embed, params.embed_chars))
 
 
