@@ -251,3 +251,16 @@ def test_state_round_trips_as_json() -> None:
     _, state = talk(UserSimulator(model), ["Done."])
     again = UserState.model_validate_json(state.model_dump_json())
     assert again == state and build_view(again) == build_view(state)
+
+
+def test_an_opening_that_only_ends_is_resampled_once() -> None:
+    model = Scripted(["<think>done</think>\n<|end_conversation|>", "need a flight"])
+    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    assert message == "need a flight" and not state.ended
+    assert "resampled:open_end" in state.flags and len(model.calls) == 2
+    twice = Scripted(["<|end_conversation|>", "<|end_conversation|>"])
+    message, state = UserSimulator(twice).next_message(None, UserSimulator(twice).init_state(SCENARIO))
+    assert (message, state.ended, state.end_reason) == ("", True, "end_signal")
+    off = Scripted(["<|end_conversation|>"])
+    sim = UserSimulator(off, guards=GuardParams(resample_open_end=False))
+    assert sim.next_message(None, sim.init_state(SCENARIO))[1].ended and len(off.calls) == 1

@@ -96,6 +96,9 @@ class GuardParams:
         resample_empty: Regenerate once when a turn has no utterance and no end signal.
         resample_role_flip: Regenerate once when a turn is assistant-like (flag kept either way).
         resample_goal_dump: Regenerate once when the first turn dumps the goal (flag kept).
+        resample_open_end: Regenerate once when the opening turn is only the end signal: a user
+            cannot leave a conversation they have not started (flag ``open_end``; measured: 4 of
+            32 openings of the CPU default's frozen simulator). A second one still ends.
         directive_min_words: A sentence sharing a run of at least this many consecutive words
             with a scenario directive is cut from the utterance (:func:`strip_directive_copies`).
     """
@@ -107,6 +110,7 @@ class GuardParams:
     resample_empty: bool = True
     resample_role_flip: bool = False
     resample_goal_dump: bool = False
+    resample_open_end: bool = True
     directive_min_words: int = 6
 
     def __post_init__(self) -> None:
