@@ -183,3 +183,19 @@ def test_goal_identifiability_ranks_the_true_goal():
     shifted = {k: [f"my {goals[f'c{(i + 1) % len(TOPICS)}']}"] for i, k in enumerate(goals)}
     wrong = goal_identifiability(shifted, cands, _hash_embed)
     assert wrong["top1"] == 0.0 and wrong["mrr"] < 0.6
+
+
+def test_paired_row_comparison_finds_a_real_gap_and_calls_equal_rows_noise():
+    from mimesis.eval.c2st import PER_CONVERSATION, compare_pooled
+
+    convs = [f"c{i}" for i in range(40)]
+    # row a: the discriminator is right on half its rows (chance: distance 0); row b: always
+    # right (distance 50): a is closer to real, by a gap the paired CI must show
+    a = {PER_CONVERSATION: {c: [2.0, 4.0] for c in convs}}
+    b = {PER_CONVERSATION: {c: [4.0, 4.0] for c in convs}}
+    got = compare_pooled(a, b, n_bootstrap=500, seed=0)
+    assert got["difference"] == -50.0 and got["ci_high"] < 0 and got["p_a_better"] < 0.01
+    same = compare_pooled(a, a, n_bootstrap=500, seed=0)
+    assert same["difference"] == 0.0 and same["ci_low"] <= 0 <= same["ci_high"]
+    assert same["p_a_better"] > 0.5  # "a is closer than itself" is never supported
+    assert compare_pooled({}, b) == {}

@@ -22,6 +22,9 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+# Key of a pooled result's per-conversation (hits, rows) counts (:func:`compare_pooled`).
+PER_CONVERSATION = "_per_conversation"
+
 
 @dataclass(frozen=True)
 class C2STResult:
@@ -197,6 +200,7 @@ def pool_c2st(results: Sequence[C2STResult], n_bootstrap: int = 1000, seed: int 
             per_conv[g][0] += float(ok)
             per_conv[g][1] += 1.0
     out["conversations"] = float(len(per_conv))
+    out[PER_CONVERSATION] = per_conv  # for paired row comparisons; dropped before writing
     if len(results[0].null):
         null = np.average(np.stack([r.null for r in results]), axis=0, weights=n)
         out["p_value"] = float((1 + np.sum(null >= accuracy - 1e-9)) / (1 + len(null)))
@@ -215,3 +219,47 @@ def pool_c2st(results: Sequence[C2STResult], n_bootstrap: int = 1000, seed: int 
 
 def _pooled_accuracy(hits: np.ndarray, totals: np.ndarray, axis: int = -1) -> np.ndarray:
     return 100.0 * hits.sum(axis=axis) / totals.sum(axis=axis)
+
+
+def compare_pooled(a: dict, b: dict, n_bootstrap: int = 1000, seed: int = 0,
+                   confidence: float = 0.95) -> dict[str, float]:
+    """Paired comparison of two rows' Turing distances (:func:`pool_c2st` results of two
+    simulators scored at the same evaluation positions).
+
+    Statistic: ``distance(a) − distance(b)`` in points (< 0: ``a`` is harder to tell from real
+    users). Conversations are resampled jointly for both rows (a conversation absent from one
+    row counts 0 rows there), so the CI is that of the paired difference, not two overlapping
+    CIs.
+
+    Returns:
+        ``difference``, ``ci_low``, ``ci_high``, ``conversations`` and ``p_a_better``: the
+        one-sided bootstrap p-value of "``a`` is closer to real" = (1 + #{resamples with
+        difference ≥ 0}) / (1 + resamples); ``{}`` when either row has no per-conversation
+        counts or fewer than 2 conversations are shared.
+
+    Source: paired percentile bootstrap over clusters (Efron & Tibshirani 1993, ch. 13 and
+    §16.4 for the bootstrap p-value), via ``scipy.stats.bootstrap``.
+    """
+    pa, pb = a.get(PER_CONVERSATION), b.get(PER_CONVERSATION)
+    if not pa or not pb:
+        return {}
+    convs = sorted(set(pa) | set(pb))
+    if len(set(pa) & set(pb)) < 2 or not n_bootstrap:
+        return {}
+    ha, ta = (np.array([pa.get(c, (0.0, 0.0))[i] for c in convs]) for i in (0, 1))
+    hb, tb = (np.array([pb.get(c, (0.0, 0.0))[i] for c in convs]) for i in (0, 1))
+    diff = float(_distance_difference(ha, ta, hb, tb))
+    res = bootstrap((ha, ta, hb, tb), _distance_difference, paired=True, vectorized=True,
+                    n_resamples=n_bootstrap, confidence_level=confidence, method="percentile",
+                    random_state=seed)
+    draws = np.asarray(res.bootstrap_distribution)
+    return {"difference": diff, "ci_low": float(res.confidence_interval.low),
+            "ci_high": float(res.confidence_interval.high), "conversations": float(len(convs)),
+            "p_a_better": float((1 + np.sum(draws >= 0)) / (1 + draws.size))}
+
+
+def _distance_difference(ha, ta, hb, tb, axis: int = -1):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        da = np.abs(100.0 * ha.sum(axis=axis) / ta.sum(axis=axis) - 50.0)
+        db = np.abs(100.0 * hb.sum(axis=axis) / tb.sum(axis=axis) - 50.0)
+    return np.nan_to_num(da - db)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.eval.c2st import c2st, pool_c2st
+from mimesis.eval.c2st import PER_CONVERSATION, c2st, compare_pooled, pool_c2st
 from mimesis.eval.divergence import behavior_frequencies, behavior_js
 from mimesis.eval.goals import Embed, goal_candidates, goal_identifiability, opening_quality
 from mimesis.eval.protocol import FIRST, NEXT, EvalItem
@@ -304,4 +304,25 @@ def evaluate_rows(simulated: dict[str, Sequence[TurnRecord]], real: Sequence[Tur
     out["slices"] = slice_metrics({**simulated, "real": None}, real, featurize,
                                   is_assistant_like, cfg)
     out["behavior_frequencies"] = behavior_table({"real": real, **simulated})
+    out["comparisons"] = row_comparisons(out, list(simulated), cfg)
+    return _drop_counts(out)
+
+
+def _drop_counts(tree):
+    """``tree`` without the per-conversation counts the comparisons needed (not outputs)."""
+    if isinstance(tree, dict):
+        return {k: _drop_counts(v) for k, v in tree.items() if k != PER_CONVERSATION}
+    return tree
+
+
+def row_comparisons(metrics: dict, rows: Sequence[str], cfg: RealismConfig) -> dict:
+    """Paired Turing-distance differences of every pair of simulator rows (same positions,
+    :func:`mimesis.eval.c2st.compare_pooled`), keyed ``"a-vs-b"``."""
+    out = {}
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            got = compare_pooled(metrics[a].get("c2st", {}), metrics[b].get("c2st", {}),
+                                 cfg.n_bootstrap, cfg.seed)
+            if got:
+                out[f"{a}-vs-{b}"] = got
     return out

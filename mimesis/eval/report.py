@@ -100,8 +100,18 @@ def verdicts(metrics: dict, rows: Sequence[str]) -> list[str]:
     CIs overlap) or not; and per simulator whether its C2ST tells it from real users at all
     (permutation p < 0.05)."""
     lines = []
+    for key, cmp in metrics.get("comparisons", {}).items():
+        a, b = key.split("-vs-")
+        real = cmp["ci_high"] < 0 or cmp["ci_low"] > 0
+        word = "a real difference" if real else "noise"
+        lines.append(f"- {title(a)} − {title(b)} (paired, same positions): Turing distance "
+                     f"{cmp['difference']:+.1f} [{cmp['ci_low']:+.1f}, {cmp['ci_high']:+.1f}] "
+                     f"over {cmp['conversations']:.0f} conversations, bootstrap p({title(a)} "
+                     f"closer to real) = {cmp['p_a_better']:.3g}: {word}.")
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
+            if f"{a}-vs-{b}" in metrics.get("comparisons", {}):
+                continue
             ov = overlaps(metrics.get(a, {}), metrics.get(b, {}))
             if ov is None:
                 continue
