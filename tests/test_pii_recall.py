@@ -106,6 +106,30 @@ ORDINARY_DEV = [
     "Claude Sonnet and Gemini Pro were compared on coding tasks.",
     "Step 3.2.1.4: restart the service and check the logs.",
 ]
+# False positives of the cue-less name rule on real ShareGPT turns (branch pii3; the rules and
+# their measured precision are in mimesis.data.pii_names).
+ORDINARY_SHAREGPT = [
+    'ser.write(b"Hello from Raspberry Pi")',
+    "Here is how you could use Sonic Pi to generate a more structured melody.",
+    "how to become an Alpha Male 2.0, the superior man who is strong",
+    "Rome | Visit the Roman Forum | Explore the Piazza Navona",
+    "1. Email marketing platforms such as Mailchimp, Constant Contact, and ConvertKit",
+    '4. "A Golden Hedge: Examining Its Potential to Reduce Portfolio Risk"',
+    "* Hydrogen Bond Acceptor Count: 8\n* Rotatable Bond Count: 5",
+    "agrees to pay a referral fee of [Referral Fee Amount] for each referral",
+    "1. Concert Grand: The largest and most powerful piano.",
+    "Genre and Tone | Genre: Comedy-drama | Tone: Quirky",
+    "| Grace | 30 | Austin | Artistic | They add visual appeal |",
+    "Maude's here\n\nChorus | Maude | Chorus",
+    "14. Obama Obama | 15. comma llama",
+    "5. Lady Bird (2017) - This film follows a high school senior.",
+    "the striking German Shepherd in the natural sunlight",
+    "Religious Training: Training for Reverend (Pastor), Deacon, Evangelist, and Lay Leaders",
+    "| Jack | 29 | Atlanta | Easygoing | They're versatile |",
+    "Conclusion:\nAs John walked off the course, he was beaming.",
+    "Plan a trip to Halifax, Nova Scotia, and then to the Berlin Wall.",
+    "The Urban Planning Department approved the Golden Pavilion Convention Center.",
+]
 
 
 def _cases(name: str = "pii_cases.jsonl") -> list[dict]:
@@ -177,9 +201,37 @@ def test_dev_set_is_wide() -> None:
     assert set(types) == {c["type"] for c in _cases()} and min(types.values()) >= 4
 
 
-@pytest.mark.parametrize("text", ORDINARY + ORDINARY_DEV)
+@pytest.mark.parametrize("text", ORDINARY + ORDINARY_DEV + ORDINARY_SHAREGPT)
 def test_no_false_positive_on_ordinary_text(text: str) -> None:
     assert scrub(text) == (text, Counter())
+
+
+# Still replaced: an unknown capitalised word that is rarely written in lower case ("Palatine",
+# "Earth") before a known surname, and a list of items sharing a surname-shaped word.
+ORDINARY_SHAREGPT_OPEN = [
+    "Visit the Colosseum, Visit the Forum Romanum, Visit the Palatine Hill",
+    "There are four Classes: Fire Bard, Wind Cleric, Earth Knight, and Water Rogue.",
+    "* Alpha Fox\n* Beta Fox\n* Delta Fox",
+]
+
+
+@pytest.mark.xfail(reason="open false positives of the cue-less name rule", strict=True)
+@pytest.mark.parametrize("text", ORDINARY_SHAREGPT_OPEN)
+def test_open_false_positives(text: str) -> None:
+    assert scrub(text) == (text, Counter())
+
+
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        ("validated by Patrick Nadeau and confirmed by the team", "Patrick Nadeau"),
+        ("write an internship offer to Rushabh Gandhi for the role", "Rushabh Gandhi"),
+        ("a live virtual event with Pedro LaTorre, where he will share", "Pedro LaTorre"),
+        ("her son Brandon Johnny was diagnosed", "Brandon Johnny"),
+    ],
+)
+def test_cueless_names_in_real_text_are_kept_scrubbed(text: str, name: str) -> None:
+    assert name not in scrub(text)[0]
 
 
 def test_issue_examples_are_scrubbed() -> None:

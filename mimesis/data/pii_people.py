@@ -10,15 +10,8 @@ stoplist keeps "Dear Sir", "Hi There", weekdays, months, "ChatGPT", ...):
   landlord"; without a possessive, "the intern Nguyen Thi Lan", 2-4 words in either order), a field
   ("Name:", "Patient:"), "named", or before ``<[EMAIL]>`` / ``'s phone`` ("called" is not a cue:
   on ShareGPT it names books, bars and brands more often than people);
-- without a cue, a first name followed by a surname-shaped word, using the person-name lists of
-  the ``faker`` package (all its locales, Latin script): a known first name before a capitalised
-  word that is not an English word, place or product (:mod:`mimesis.data.pii_words`), or an
-  unknown capitalised word before a known surname ("Chidi Okonkwo"); up to two more surname
-  words follow ("Rajesh Kumar Sharma"). First names that are everyday words ("Will", "Mark",
-  "Ruby") need a known surname and no sentence start. Public figures, brands and places shaped
-  like names ("Abraham Lincoln", "Morgan Stanley", "Santa Clara") are kept: questions about them
-  are ordinary content, and the rule exists to catch private people;
-- in CSV / TSV rows, a known first name field next to a surname field (``17,Chiamaka,Eze``).
+- without a cue, a first name and a surname from faker's name lists, or a CSV row with both
+  (rules and their precision on real chat text in :mod:`mimesis.data.pii_names`).
 
 Addresses: a house number, 0-4 capitalised words and a street type ("221B Baker Street", "1600
 Amphitheatre Pkwy, Mountain View, CA 94043"), with a unit before ("Flat 3, ...", "Unit 4/27 ...")
@@ -30,13 +23,10 @@ city; German-style "Hauptstraße 12, 10115 Berlin". Other national formats are n
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from collections.abc import Iterator
-from functools import cache
 
-from mimesis.data.pii_words import AMBIGUOUS_FIRST, NOT_NAMES, public_figures
+from mimesis.data.pii_words import NOT_NAMES
 
 Span = tuple[int, int]
 _STOP_WORDS = """
@@ -102,18 +92,6 @@ _BEFORE_CONTACT = re.compile(
     rf"{_NAME}(?=\s*(?:<\s*\[EMAIL\]|\(\s*\[(?:EMAIL|PHONE)\]|,?\s*\[(?:EMAIL|PHONE)\]"
     r"|'s (?:phone|email|e-mail|address|number|ssn|account|card|passport|birthday|date of birth)))"
 )
-# A first word, an optional middle initial, and one to three surname words.
-_PAIR = re.compile(
-    rf"(?<![{_UP}{_LOW}0-9_'.-])(?P<first>{_WORD})\s+(?:[A-Z]\.\s+)?(?P<last>{_WORD})"
-    rf"(?P<more>(?:\s+{_WORD}){{0,2}})"
-)
-# CSV / TSV / table rows: first-name field, surname field.
-_CSV_PAIR = re.compile(
-    rf"(?m)(?:^|(?<=[,\t|;]))[ \t]*(?P<first>{_WORD})[ \t]*[,\t|;][ \t]*(?P<last>{_WORD})"
-    r"[ \t]*(?=[,\t|;]|$)"
-)
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(\[]\s*)$")
-
 _STREET = (
     r"Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|"
     r"Way|Parkway|Pkwy|Circle|Cir|Highway|Hwy|Square|Sq|Trail|Trl|Crescent|Cres|Close|Alley|"
@@ -160,61 +138,6 @@ _DE_ADDRESS = re.compile(
 )
 
 
-@cache
-def name_lists() -> tuple[frozenset[str], frozenset[str]]:
-    """(first names, last names) from all of faker's person providers, Latin script."""
-    from faker.providers import person
-
-    first: set[str] = set()
-    last: set[str] = set()
-    for info in pkgutil.iter_modules(person.__path__):
-        provider = importlib.import_module(f"{person.__name__}.{info.name}").Provider
-        for attr, out in (
-            ("first_names", first),
-            ("first_names_male", first),
-            ("first_names_female", first),
-            ("last_names", last),
-        ):
-            names = getattr(provider, attr, None)
-            if isinstance(names, (list, tuple, dict, set, frozenset)):
-                out.update(n for n in names if isinstance(n, str) and _plain(n))
-    common = _common_words()
-    return (
-        frozenset(n for n in first if n.lower() not in common and len(n) > 2),
-        frozenset(n for n in last if n.lower() not in common),
-    )
-
-
-def _plain(name: str) -> bool:
-    return re.fullmatch(_PART, name) is not None
-
-
-@cache
-def _common_words() -> frozenset[str]:
-    """Lowercased words that are not surnames: ours, faker's English words, states, countries."""
-    from faker.providers.address.en import Provider as Address
-    from faker.providers.address.en_US import Provider as UsAddress
-    from faker.providers.lorem.en_US import Provider as Lorem
-
-    words = set(NOT_NAMES) | _STOP | {w.lower() for w in Lorem.word_list}
-    for place in (*Address.countries, *UsAddress.states):
-        words.update(place.lower().split())
-    return frozenset(words)
-
-
-@cache
-def _core_last() -> frozenset[str]:
-    """English-language surnames (faker en_*), the ones that may also be everyday words."""
-    out: set[str] = set()
-    for locale in ("en_US", "en_GB", "en_IE", "en_NZ", "en"):
-        try:
-            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        except ModuleNotFoundError:
-            continue
-        out.update(n for n in getattr(provider, "last_names", ()) if _plain(n))
-    return frozenset(out)
-
-
 def _trim(text: str, start: int, end: int) -> Span | None:
     """Drop stopwords at either end of a name span; None when nothing is left."""
     words = list(re.finditer(r"\S+", text[start:end]))
@@ -229,51 +152,10 @@ def _trim(text: str, start: int, end: int) -> Span | None:
     return start + words[0].start(), start + words[-1].end()
 
 
-def _surname(word: str, first_known: bool) -> bool:
-    """``word`` can be a surname: a known one, or (after a known first name) any non-word; a
-    double-barrelled one ("Delacroix-Martin") when each part can be."""
-    if "-" in word:
-        return all(_surname(part, first_known) for part in word.split("-"))
-    parts = word.replace("'", "-").split("-")
-    common = _common_words()
-    # plurals too: "Mountains", "Rockets"
-    if any(p.lower() in common or p.lower()[:-1] in common for p in parts if len(p) > 2):
-        return word in _core_last() and word.lower() not in NOT_NAMES
-    return first_known or word in name_lists()[1]
-
-
-def _known_last(word: str) -> bool:
-    """A surname in faker's lists, or a double-barrelled one whose parts all are."""
-    last_names = name_lists()[1]
-    return word in last_names or ("-" in word and all(p in last_names for p in word.split("-")))
-
-
-def _pair_span(text: str, m: re.Match) -> Span | None:
-    """The span of a cue-less "First Last" match, or None (rules in the module docstring)."""
-    first_names = name_lists()[0]
-    first, last = m["first"], m["last"]
-    ambiguous = first.lower() in AMBIGUOUS_FIRST
-    known = not ambiguous and any(p in first_names for p in first.split("-"))
-    if first.lower() in _common_words() and not ambiguous:
-        return None
-    if ambiguous:
-        at_start = _SENTENCE_START.search(text, 0, m.start()) is not None
-        if at_start or last not in _core_last():
-            return None
-    elif not known and not (_known_last(last) and _surname(last, False)):
-        return None
-    if not _surname(last, known) or f"{first} {last}" in public_figures():
-        return None
-    end = m.end("last")
-    for extra in re.finditer(r"\S+", m["more"]):  # "Rajesh Kumar Sharma"
-        if not _surname(extra[0], known):
-            break
-        end = m.start("more") + extra.end()
-    return m.start(), end
-
-
 def find_names(text: str) -> Iterator[Span]:
     """Yield spans of person names (rules in the module docstring)."""
+    from mimesis.data.pii_names import cueless_names  # it imports this module
+
     patterns = [_CUES, _SIGNOFF]
     if "[EMAIL]" in text or "[PHONE]" in text or "'s " in text:
         patterns.append(_BEFORE_CONTACT)
@@ -285,15 +167,7 @@ def find_names(text: str) -> Iterator[Span]:
         words = m["pii"].split()
         if not any(w.lower().strip(".") in _STOP or w.lower() in NOT_NAMES for w in words):
             yield m.span("pii")
-    for m in _PAIR.finditer(text):
-        if (span := _pair_span(text, m)) is not None:
-            yield span
-    if "," in text or "\t" in text or "|" in text:
-        first_names = name_lists()[0]
-        for m in _CSV_PAIR.finditer(text):
-            if m["first"] in first_names and _surname(m["last"], True):
-                yield m.span("first")
-                yield m.span("last")
+    yield from cueless_names(text)
 
 
 def find_addresses(text: str) -> Iterator[Span]:

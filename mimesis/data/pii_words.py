@@ -6,6 +6,8 @@ extended at run time with faker's English lorem words, US states and country nam
 - ``NOT_NAMES``: capitalised words that follow a first name in chat without being a surname
   (places, products, languages, organisations, generic nouns): "Jordan River", "Victoria Station",
   "Claude Sonnet", "Julia Language".
+- ``NAME_WORDS``: names that the measured English word list of
+  :mod:`mimesis.data.make_english_words` holds because ShareGPT writes them in lower case too.
 - ``AMBIGUOUS_FIRST``: first names that are also everyday words, programming languages or
   assistants ("Will", "Mark", "Ruby", "Alexa"); they start a name only before a known surname
   and not at the start of a sentence.
@@ -36,6 +38,9 @@ day night morning evening week month year years christmas easter halloween thank
 birthday wedding anniversary holiday holidays vacation weekend
 street avenue boulevard road lane drive court place terrace way
 dear sir madam team hi hello hey thanks thank regards best cheers
+pi os inc ltd planning master temple pavilion convention rd
+german french english irish welsh scottish dutch roman greek latin persian egyptian viking celtic norse arab arabic hindu buddhist christian
+lady queen king lord prince princess saint captain general sergeant detective officer professor
 """
 
 _AMBIGUOUS_FIRST = """
@@ -47,11 +52,16 @@ claude alexa siri cortana jasmine violet lily daisy basil sage rosemary ginger p
 lincoln austin dallas houston denver phoenix paris sydney florence victoria georgia virginia
 carolina chelsea brooklyn israel india china jordan kenya asia america elizabeth charlotte
 regina adelaide savannah madison mercedes harley morgan aston calvin ralph louis tommy
-christian norman german french english irish scott welsh
+christian norman scott
 london boston chicago miami seattle portland orlando vegas berlin vienna milan naples geneva
 kitty misty dusty rusty sunny stormy
 """
 NOT_NAMES = frozenset(_NOT_NAMES.split())
+# Surnames and given names that ShareGPT also writes in lower case (romanised Hindi, Arabic,
+# Chinese, Vietnamese text; short forms): they stay names for ``english_words``.
+NAME_WORDS = frozenset(
+    ["kumar", "hamza", "talib", "yang", "li", "thi", "tuan", "uma", "luz", "nur", "dan", "ed", "bert", "len", "jo", "sid", "ama", "esi", "das", "dass"]
+)
 AMBIGUOUS_FIRST = frozenset(_AMBIGUOUS_FIRST.split())
 
 PUBLIC_FIGURES = """
@@ -90,7 +100,7 @@ Santa Clara, Santa Monica, San Jose, San Diego, San Antonio, Santa Barbara, Sant
 Buenos Aires, Costa Rica, Puerto Rico, Hong Kong, Sri Lanka, Tel Aviv, Abu Dhabi,
 Kuala Lumpur, Rio Janeiro, Saint Louis, Las Vegas, Los Angeles, Salt Lake, Palo Alto,
 Augustus Caesar, Ed Sheeran, Billie Eilish, Kevin Durant, Stephen Curry, Steve Wozniak,
-Oliver Twist, Hermione Granger, Ron Weasley, Tony Stark, Peter Parker, Bruce Wayne, Clark Kent
+Nova Scotia, Berlin Wall, Palgrave Macmillan, German Shepherd, Oliver Twist, Hermione Granger, Ron Weasley, Tony Stark, Peter Parker, Bruce Wayne, Clark Kent
 """
 
 
