@@ -125,11 +125,15 @@ def import_closure(root: Path, entry: str) -> set[Path]:
 
 
 def needed_files(root: Path, entry: str) -> set[str]:
-    """Repo-relative posix paths of the modules of :func:`import_closure` and of every file in
-    the ``data/`` folder of each package they belong to."""
+    """Repo-relative posix paths of the modules of :func:`import_closure`, of the non-module
+    files beside them and of every file in the ``data/`` folder of each package they belong
+    to."""
     modules = import_closure(root, entry)
     files = {p.relative_to(root).as_posix() for p in modules}
     for pkg_dir in {p.parent for p in modules}:
+        # package data next to the modules (e.g. mimesis/data/english_words.txt.gz)
+        files.update(f.relative_to(root).as_posix() for f in pkg_dir.iterdir()
+                     if f.is_file() and f.suffix not in (".py", ".pyc"))
         data = pkg_dir / DATA_DIR
         if data.is_dir() and not (data / "__init__.py").exists():
             files.update(f.relative_to(root).as_posix() for f in data.rglob("*")
@@ -168,7 +172,8 @@ def _covered(path: str, deps: list[str]) -> bool:
 
 
 def _is_code_dep(dep: str) -> bool:
-    """A dep this module derives: a .py file or a folder under the package."""
+    """A dep this module derives: a .py file or a folder under the package (package data files
+    beside the modules are derived too: :func:`stage_report`)."""
     return dep.startswith(PACKAGE + "/") and (dep.endswith(".py") or "." not in Path(dep).name)
 
 
@@ -177,7 +182,7 @@ def stage_report(root: Path, stage: str, entry: dict) -> DepsReport:
     deps = [str(d) for d in entry.get("deps", [])]
     needed = needed_files(root, module)
     derived = compress(root, needed)
-    listed = tuple(d for d in deps if _is_code_dep(d))
+    listed = tuple(d for d in deps if _is_code_dep(d) or d in derived)
     uncovered = tuple(sorted(f for f in needed if not _covered(f, deps)))
     return DepsReport(stage, listed, tuple(derived), uncovered)
 
@@ -219,6 +224,7 @@ def _replace_deps(text: str, stage: str, derived: tuple[str, ...]) -> str:
         raise ValueError(f"dvc.yaml stage {stage}: no '    deps:' list of '      - ' items")
     items = [line[len("      - "):].strip() for line in match.group(2).splitlines()]
     data = [d for d in items if d.startswith("data/")]
-    other = [d for d in items if not d.startswith("data/") and not _is_code_dep(d)]
+    other = [d for d in items
+             if not d.startswith("data/") and not _is_code_dep(d) and d not in derived]
     lines = "".join(f"      - {d}\n" for d in [*data, *derived, *other])
     return text[:match.start(2)] + lines + text[match.end(2):]

@@ -17,21 +17,27 @@
   :func:`mimesis.rl.grpo.make_rollout_func` (it needs TRL, which this package does not import).
 """
 
-from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
-from mimesis.rl.rollout import (
-    AgentView,
-    RolloutEngine,
-    RolloutStats,
-    TextPolicy,
-    ViewTurn,
-    enforce_token_budget,
-    policy_turn_ids,
-)
-from mimesis.rl.sampling import Sample, SamplingParams, TokenSampler
-from mimesis.rl.tokens import TemplateDriftError, Transcript
-from mimesis.rl.trl_rollout import env_reward, scenario_dataset, to_trl
+import importlib
 
-RolloutRecord = Episode  # the issue's name for the per-episode record
+# Names are imported on first use (PEP 562): importing one submodule, e.g. the sampler that
+# evaluate_user shares with RL, must not load (and make the stage depend on) the rollout engine.
+_EXPORTS = {
+    "Episode": "records", "RolloutParams": "records", "ScenarioSpec": "records",
+    "TurnRecord": "records", "AgentView": "rollout", "RolloutEngine": "rollout",
+    "RolloutStats": "rollout", "TextPolicy": "rollout", "ViewTurn": "rollout",
+    "enforce_token_budget": "rollout", "policy_turn_ids": "rollout", "Sample": "sampling",
+    "SamplingParams": "sampling", "TokenSampler": "sampling", "TemplateDriftError": "tokens",
+    "Transcript": "tokens", "env_reward": "trl_rollout", "scenario_dataset": "trl_rollout",
+    "to_trl": "trl_rollout", "RolloutRecord": "records",  # the issue's name for Episode
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'mimesis.rl' has no attribute {name!r}")
+    module = importlib.import_module(f"mimesis.rl.{_EXPORTS[name]}")
+    return getattr(module, "Episode" if name == "RolloutRecord" else name)
+
 
 __all__ = [
     "AgentView",
