@@ -199,3 +199,19 @@ def test_paired_row_comparison_finds_a_real_gap_and_calls_equal_rows_noise():
     assert same["difference"] == 0.0 and same["ci_low"] <= 0 <= same["ci_high"]
     assert same["p_a_better"] > 0.5  # "a is closer than itself" is never supported
     assert compare_pooled({}, b) == {}
+
+
+def test_real_row_pools_many_splits_and_takes_its_p_from_one():
+    from mimesis.eval.realism import row_metrics
+
+    rng = random.Random(0)
+    items, _ = build_items([_conv(i, rng) for i in range(32)], 0, 2, seed=0)
+    real = real_records(items, lambda turns, i: [], max_turn_chars=60)
+    many = RealismConfig(c2st_min_support=8, c2st_folds=4, c2st_real_splits=6,
+                         c2st_permutations=19, n_bootstrap=100)
+    out = row_metrics(None, real, _featurize, is_assistant_like, many, None, {})["c2st"]
+    one = row_metrics(None, real, _featurize, is_assistant_like,
+                      RealismConfig(c2st_min_support=8, c2st_folds=4, c2st_real_splits=1,
+                                    c2st_permutations=19, n_bootstrap=100), None, {})["c2st"]
+    assert out["p_value_splits"] == 1.0 and out["p_value"] == one["p_value"]  # split 0's test
+    assert out["n"] > one["n"]  # the distance pools all six splits

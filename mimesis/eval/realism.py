@@ -7,7 +7,8 @@ pooled). The real-vs-real row uses the same estimator: its C2ST pools ``c2st_rea
 random half splits of the real conversations (one comparison each: the two directions of a
 real-vs-real split are the same test), its style and JS compare the protocol's two real halves.
 Every row's Turing distance carries a permutation p-value (labels permuted by conversation) and a
-bootstrap CI over conversations (:func:`mimesis.eval.c2st.pool_c2st`).
+bootstrap CI over conversations (:func:`mimesis.eval.c2st.pool_c2st`); the real row's p-value is
+its first split's test, since its splits share turns (:func:`pooled_c2st`).
 
 A simulator that ends or writes nothing where the real user spoke loses that turn: the C2ST sees
 only spoken turns, so ``turn_loss_rate`` is reported beside it and folded into
@@ -72,7 +73,7 @@ class RealismConfig:
     c2st_c: float = 1.0
     seed: int = 0
     c2st_permutations: int = 200
-    c2st_real_splits: int = 2
+    c2st_real_splits: int = 10
     n_bootstrap: int = 1000
     goal_distractors: int = 10
 
@@ -120,7 +121,7 @@ def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
         pairs = random_splits(real, cfg.c2st_real_splits, cfg.seed)
         sizes = [min(len(a), len(b)) for a, b in pairs]
     if min(sizes) >= cfg.c2st_min_support:
-        out["c2st"] = pooled_c2st(pairs, featurize, cfg, permutations)
+        out["c2st"] = pooled_c2st(pairs, featurize, cfg, permutations, real_row=sim is None)
     return out
 
 
@@ -141,15 +142,33 @@ def random_splits(real: Sequence[TurnRecord], n_splits: int,
 
 
 def pooled_c2st(pairs: list[tuple], featurize: Featurize, cfg: RealismConfig,
-                permutations: bool = True) -> dict:
+                permutations: bool = True, real_row: bool = False) -> dict:
     """The C2STs of ``pairs`` pooled into one estimate (:func:`mimesis.eval.c2st.pool_c2st`);
-    with ``permutations`` False (slices) no p-value and no CI."""
+    with ``permutations`` False (slices) no p-value and no CI.
+
+    ``real_row``: ``pairs`` are random half splits of the *same* real turns, so their accuracies
+    are correlated and averaging their permutation nulls would understate the null's spread
+    (an anti-conservative p). The distance and CI pool every split (many splits shrink the
+    ceiling's own noise); the p-value is the permutation test of the first split alone
+    (``p_value_splits`` = 1).
+    """
     n_perm = cfg.c2st_permutations if permutations else 0
-    results = [c2st(featurize([r.utterance for r in a]), featurize([r.utterance for r in b]),
+
+    def test(k: int, a, b, n: int):
+        return c2st(featurize([r.utterance for r in a]), featurize([r.utterance for r in b]),
                     [r.item.conv_id for r in a], [r.item.conv_id for r in b],
-                    n_splits=cfg.c2st_folds, seed=cfg.seed + k, c=cfg.c2st_c,
-                    n_permutations=n_perm) for k, (a, b) in enumerate(pairs)]
-    return pool_c2st(results, cfg.n_bootstrap if permutations else 0, cfg.seed)
+                    n_splits=cfg.c2st_folds, seed=cfg.seed + k, c=cfg.c2st_c, n_permutations=n)
+
+    if not real_row:
+        results = [test(k, a, b, n_perm) for k, (a, b) in enumerate(pairs)]
+        return pool_c2st(results, cfg.n_bootstrap if permutations else 0, cfg.seed)
+    results = [test(k, a, b, 0) for k, (a, b) in enumerate(pairs)]
+    out = pool_c2st(results, cfg.n_bootstrap if permutations else 0, cfg.seed)
+    if n_perm:
+        first = test(0, *pairs[0], n_perm)
+        out["p_value"] = float(first.p_value)
+        out["p_value_splits"] = 1.0
+    return out
 
 
 def single_sample(records: Sequence[TurnRecord], is_assistant_like: Callable[[str], bool],

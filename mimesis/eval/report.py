@@ -120,6 +120,14 @@ def verdicts(metrics: dict, rows: Sequence[str]) -> list[str]:
                     "a real difference (95% CIs do not overlap)")
             lines.append(f"- {title(a)} vs {title(b)}: Turing distance {da:.1f} vs {db:.1f} "
                          f"is {word}.")
+    ceiling = metrics.get("real", {}).get("c2st", {})
+    if ceiling.get("ci_low", 0.0) > 0:
+        lines.append(f"- {title('real')}: its 95% CI [{ceiling['ci_low']:.1f}, "
+                     f"{ceiling['ci_high']:.1f}] does not reach 0, though both halves are the "
+                     "same users: at this sample size random halves can look apart by chance "
+                     f"(p = {ceiling.get('p_value', float('nan')):.3g} on one split). Read the "
+                     "simulator rows against this ceiling, not against 0; more conversations "
+                     "or `c2st_real_splits` narrow it.")
     for r in rows:
         p = _get(metrics.get(r, {}), ("c2st", "p_value"))
         if p is not None and r != "real":

@@ -68,7 +68,7 @@ class EvaluateUserParams:
     c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
     c2st_permutations: int = field(default=200, metadata={"help": "permutations of the C2ST "
                                                           "p-value (0 = none)"})
-    c2st_real_splits: int = field(default=2, metadata={"help": "random half splits pooled in "
+    c2st_real_splits: int = field(default=10, metadata={"help": "random half splits pooled in "
                                                        "the real-vs-real C2ST"})
     n_bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples of the CIs"})
     goal_distractors: int = field(default=10, metadata={"help": "other goals the true goal is "
