@@ -128,6 +128,18 @@ def fail_orphaned_runs(stage: str) -> list[str]:
         log.warning("MLflow run %s of stage %s was left RUNNING by process %s, which is gone: "
                     "marked FAILED", run.info.run_id, stage, pid)
         failed.append(run.info.run_id)
+    # A killed stage's child runs (train_agent's arms, ...) died with it and carry no pid tag.
+    queue = list(failed)
+    while queue:
+        parent = queue.pop()
+        for child in client.search_runs([experiment.experiment_id],
+                                        filter_string=f"tags.`mlflow.parentRunId` = '{parent}' "
+                                                      "and attributes.status = 'RUNNING'"):
+            client.set_terminated(child.info.run_id, status="FAILED")
+            log.warning("MLflow run %s (%s), child of the killed run %s: marked FAILED",
+                        child.info.run_id, child.data.tags.get("mlflow.runName", ""), parent)
+            failed.append(child.info.run_id)
+            queue.append(child.info.run_id)
     return failed
 
 

@@ -102,3 +102,27 @@ def test_a_killed_stage_run_is_marked_failed_on_the_next_start(experiment) -> No
     assert status == {killed: "FAILED", alive: "RUNNING", other_stage: "RUNNING",
                       new: "FINISHED"}
     assert client.get_run(new).data.tags["mimesis.pid"] == str(os.getpid())
+
+
+def test_the_child_runs_of_a_killed_stage_are_marked_failed_too(experiment) -> None:
+    """train_agent's arms run as child runs without a pid tag; killed with their stage, they
+    were left RUNNING for ever (seen after an OOM kill of a default run)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = _running_run(experiment, "train_agent", dead.pid)
+    arm = client.create_run(experiment, run_name="train_agent/grpo",
+                            tags={"mlflow.parentRunId": killed}).info.run_id
+    grandchild = client.create_run(experiment, run_name="x",
+                                   tags={"mlflow.parentRunId": arm}).info.run_id
+    alive_parent = _running_run(experiment, "train_agent", os.getppid())
+    alive_arm = client.create_run(experiment, run_name="train_agent/grpo",
+                                  tags={"mlflow.parentRunId": alive_parent}).info.run_id
+    with stage_run("train_agent", {"profile": "default"}):
+        pass
+    status = {r: client.get_run(r).info.status
+              for r in (killed, arm, grandchild, alive_parent, alive_arm)}
+    assert status == {killed: "FAILED", arm: "FAILED", grandchild: "FAILED",
+                      alive_parent: "RUNNING", alive_arm: "RUNNING"}
