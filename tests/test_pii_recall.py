@@ -160,8 +160,8 @@ def test_seeded_set_is_reproducible_and_wide() -> None:
     assert sum(types.values()) >= 200 and len(types) >= 15
 
 
-@pytest.mark.parametrize("name", ["pii_cases.jsonl", "pii_cases_dev.jsonl"])
-def test_recall_overall_and_per_type(name: str) -> None:
+def _recall(name: str) -> tuple[Counter, Counter, list]:
+    """Caught cases per type, cases per type and the misses (type, output, leaked parts)."""
     hit, total = Counter(), Counter()
     misses = []
     for case in _cases(name):
@@ -171,6 +171,12 @@ def test_recall_overall_and_per_type(name: str) -> None:
             misses.append((case["type"], out, leaks))
         else:
             hit[case["type"]] += 1
+    return hit, total, misses
+
+
+@pytest.mark.parametrize("name", ["pii_cases.jsonl", "pii_cases_dev.jsonl"])
+def test_recall_overall_and_per_type(name: str) -> None:
+    hit, total, misses = _recall(name)
     recall = {t: hit[t] / n for t, n in total.items()}
     assert sum(hit.values()) / sum(total.values()) >= 0.95, misses
     assert min(recall.values()) >= 0.9, (recall, misses)
@@ -178,15 +184,7 @@ def test_recall_overall_and_per_type(name: str) -> None:
 
 def test_blind_set_recall_and_false_positives() -> None:
     """The held-out set of a separate author (provenance in the module docstring)."""
-    hit, total = Counter(), Counter()
-    misses = []
-    for case in _cases("pii_cases_blind.jsonl"):
-        total[case["type"]] += 1
-        out = scrub(case["text"])[0]
-        if leaks := _leaks(case, out):
-            misses.append((case["type"], out, leaks))
-        else:
-            hit[case["type"]] += 1
+    hit, total, misses = _recall("pii_cases_blind.jsonl")
     recall = {t: hit[t] / n for t, n in total.items()}
     assert sum(total.values()) == 132 and len(total) == 22
     assert sum(hit.values()) / sum(total.values()) >= 0.95, misses

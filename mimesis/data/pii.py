@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from stdnum import iban
 
+from mimesis.data.pii_ids import find_id_columns
 from mimesis.data.pii_people import find_addresses, find_names
 from mimesis.data.pii_secrets import find_secrets
 from mimesis.schemas import Conversation
@@ -142,14 +143,6 @@ _PASSPORT_NEAR = re.compile(
     r"(?i:passport)(?:[^.!?\n]|(?<=\b(?i:no|nr))\.|(?<=\b(?i:num))\.){0,40}?(?<![\w-])"
     r"(?P<pii>[A-Z]{0,3}\d{6,9}[A-Z]?|(?=(?:[A-Z]*\d){5})[A-Z0-9]{8,9})(?![\w-])"
 )
-# A CSV / TSV / Markdown column whose header names an identity document ("passport_no",
-# "SSN", "National ID", "driver_license_number"): every value with a digit below it is an ID.
-_ID_HEADER = re.compile(
-    r"(?:[a-z]+_)*(?:(?:passport|ssn|social_security|national_id|national_insurance|nhs|aadhaar"
-    r"|tax_id|nino|tfn|dni|cpf|personnummer|drivers?_licen[cs]e)(?:_[a-z]+)*"
-    r"|(?:id|identity|id_card|document|doc|licen[cs]e|ni|sin|tin)_(?:no|nr|num|number))"
-)
-_ID_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{4,19}")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 _EXTENSION = r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,5}\b)?"
 _PHONE = re.compile(
@@ -290,54 +283,6 @@ def _find_ibans(text: str) -> Iterator[Span]:
             candidate = candidate[:-1].rstrip()
 
 
-def _cells(line: str, sep: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each cell of a delimited line, quotes respected, blanks stripped."""
-    cell = re.compile(rf'[ \t]*(?:"(?:[^"]|"")*"|[^{re.escape(sep)}\n]*)')
-    pos = 0
-    while pos <= len(line):
-        m = cell.match(line, pos)
-        start, end = m.start(), m.end()
-        value = line[start:end]
-        start += len(value) - len(value.lstrip(' \t"'))
-        end -= len(value) - len(value.rstrip(' \t"'))
-        yield start, max(start, end)
-        pos = m.end() + 1
-        if m.end() >= len(line) or line[m.end()] != sep:
-            break
-
-
-def _id_header(cell: str) -> bool:
-    return _ID_HEADER.fullmatch(re.sub(r"[^a-z0-9]+", "_", cell.lower()).strip("_")) is not None
-
-
-def _find_id_columns(text: str) -> Iterator[Span]:
-    """Values under a delimited column whose header names an identity document."""
-    if not any(sep in text for sep in ",\t|;"):
-        return
-    lines, pos = [], 0
-    for line in text.split("\n"):
-        lines.append((pos, line))
-        pos += len(line) + 1
-    for i, (_, header) in enumerate(lines):
-        for sep in ",\t|;":
-            if sep not in header:
-                continue
-            cells = list(_cells(header, sep))
-            columns = [k for k, (a, b) in enumerate(cells) if _id_header(header[a:b])]
-            if not columns:
-                continue
-            for offset, row in lines[i + 1 :]:
-                if sep not in row:
-                    break
-                row_cells = list(_cells(row, sep))
-                for k in columns:
-                    if k < len(row_cells):
-                        a, b = row_cells[k]
-                        value = row[a:b]
-                        if _ID_VALUE.fullmatch(value) and any(c.isdigit() for c in value):
-                            yield offset + a, offset + b
-
-
 _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("URL_WITH_TOKEN", _regex(_URL_WITH_CREDENTIALS)),
     ("URL_WITH_TOKEN", _regex(_URL_WITH_TOKEN, _url_secret)),
@@ -350,7 +295,7 @@ _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("ID_NUMBER", _regex(_SSN)),
     ("ID_NUMBER", _regex(_ID_KEYWORD, _id_number)),
     ("ID_NUMBER", _regex(_PASSPORT_NEAR)),
-    ("ID_NUMBER", _find_id_columns),
+    ("ID_NUMBER", find_id_columns),
     ("IP", _regex(_IPV6, _ip, context=True)),  # before phones: "2001:db8::42" has digit runs
     ("IP", _regex(_IPV4, _ip, context=True)),
     ("PHONE", _regex(_PHONE, _phone, context=True)),
