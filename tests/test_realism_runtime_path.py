@@ -108,3 +108,30 @@ def test_deferred_end_is_a_spoken_turn_and_a_bare_end_is_an_end():
 def test_guard_counts_of_plain_turns():
     g = Generated("x", "", "x", False, ())
     assert guard_counts([g, replace(g, flags=("resampled:role_flip",))])["resampled_rate"] == 0.5
+
+
+def test_earlier_user_turns_carry_their_labelled_reasoning_in_the_view():
+    """The simulator's view of a next-turn position shows its earlier turns as it saw them in
+    training, `<think>labelled reasoning</think>` + turn, not an empty `<think></think>`."""
+    convs = _conversations(2)
+    for conv in convs:
+        conv.labels = [lab.model_copy(update={"reasoning": f"i want step {lab.turn_index}"})
+                       for lab in conv.labels]
+    items, _ = build_items(convs, 0, 2, seed=0)
+    late = [it for it in items if it.kind == "next" and it.turn_index == 4]
+    assert late and late[0].history_reasoning == ("i want step 0", "i want step 2")
+    views = []
+
+    def record(batch):
+        views.extend(batch)
+        return ["<think>ok</think>\nnext question"] * len(batch)
+
+    simulate_runtime(record, "user_simulator", late, None, 0, 0, 0, chunk_size=4, desc="t")
+    own = [m["content"] for m in views[0] if m["role"] == "assistant"]
+    assert own[0].startswith("<think>i want step 0</think>\n")
+    assert own[1].startswith("<think>i want step 2</think>\n")
+    # A budget that drops the oldest pair keeps each kept turn with its own reasoning.
+    views.clear()
+    simulate_runtime(record, "user_simulator", late, len, 4, 0, 0, chunk_size=4, desc="t")
+    own = [m["content"] for m in views[0] if m["role"] == "assistant"]
+    assert len(own) == 1 and own[0].startswith("<think>i want step 2</think>\n")

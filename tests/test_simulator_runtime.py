@@ -50,7 +50,8 @@ def talk(sim: UserSimulator, agent_replies: list[str]) -> tuple[list[str], UserS
 def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
     model = Scripted(["<think>start vague</think>\nneed a flight to denver",
                       "<think>good price</think>\nyes please book it <|end_conversation|>",
-                      "<think>booked, done</think>\n<|end_conversation|>"])
+                      "<think>booked, done</think>\n<|end_conversation|>",
+                      "<think>booked, done</think>\n<|end_conversation|>"])  # the confirming draw
     sim = UserSimulator(model)
     sent, state = talk(sim, ["UA 123 at $300, shall I book it?", "Done, it is booked."])
     assert sent == ["need a flight to denver", "yes please book it", ""]
@@ -62,14 +63,14 @@ def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
 
 # docs/pitfalls.md #2: restarting after success ----------------------------------------------------
 def test_ended_episode_never_calls_the_model_again() -> None:
-    model = Scripted(["need a flight to denver", "<|end_conversation|>"])
+    model = Scripted(["need a flight to denver", "<|end_conversation|>", "<|end_conversation|>"])
     sim = UserSimulator(model)
     _, state = talk(sim, ["Booked!"])
-    assert state.ended and len(model.calls) == 2
+    assert state.ended and len(model.calls) == 3
     for reply in ["Anything else?", "Hello?", ""]:
         message, state = sim.next_message(reply, state)
         assert (message, state.ended, state.end_reason) == ("", True, "end_signal")
-    assert len(model.calls) == 2
+    assert len(model.calls) == 3
     assert state.history[-1].text == "Booked!"  # replies after the end are not recorded
 
 
@@ -99,7 +100,7 @@ def test_short_repeats_are_not_restarts() -> None:
     "Let me think... hide the date secretword.\n\nneed a flight to denver",
 ])
 def test_agent_never_sees_reasoning_but_the_simulator_keeps_it(raw: str) -> None:
-    model = Scripted([raw, "<|end_conversation|>"])
+    model = Scripted([raw, "<|end_conversation|>", "<|end_conversation|>"])
     sim = UserSimulator(model)
     message, state = sim.next_message(None, sim.init_state(SCENARIO))
     assert message == "need a flight to denver"
@@ -184,7 +185,7 @@ def test_turn_limit_ends_the_episode_without_another_generation() -> None:
 
 
 def test_end_signal_variant_ends_the_episode() -> None:
-    model = Scripted(["need a flight", "<think>all set</think>\n[END]"])
+    model = Scripted(["need a flight", "<think>all set</think>\n[END]", "[END]"])
     _, state = talk(UserSimulator(model), ["Booked."])
     assert state.end_reason == "end_signal" and "end_signal_variant" in state.flags
 
@@ -247,7 +248,8 @@ def test_protocol_errors() -> None:
 
 
 def test_state_round_trips_as_json() -> None:
-    model = Scripted(["<think>r</think>\nneed a flight", "<|end_conversation|>"])
+    model = Scripted(["<think>r</think>\nneed a flight", "<|end_conversation|>",
+                      "<|end_conversation|>"])
     _, state = talk(UserSimulator(model), ["Done."])
     again = UserState.model_validate_json(state.model_dump_json())
     assert again == state and build_view(again) == build_view(state)
@@ -264,3 +266,20 @@ def test_an_opening_that_only_ends_is_resampled_once() -> None:
     off = Scripted(["<|end_conversation|>"])
     sim = UserSimulator(off, guards=GuardParams(resample_open_end=False))
     assert sim.next_message(None, sim.init_state(SCENARIO))[1].ended and len(off.calls) == 1
+
+
+def test_a_later_end_needs_a_second_draw_that_ends_too() -> None:
+    # One draw that ends, then one that speaks: the end was a coin flip, so the turn is sent.
+    model = Scripted(["need a flight", "<think>bored</think>\n<|end_conversation|>",
+                      "<think>hm</think>\nand a hotel?"])
+    sent, state = talk(UserSimulator(model), ["Which dates?"])
+    assert sent == ["need a flight", "and a hotel?"] and not state.ended
+    assert "resampled:end_confirm" in state.turn_flags[1] and len(model.calls) == 3
+    # Two draws that end: the episode ends.
+    both = Scripted(["need a flight", "<|end_conversation|>", "<think>done</think>\n[END]"])
+    _, state = talk(UserSimulator(both), ["Booked."])
+    assert state.ended and state.end_reason == "end_signal" and state.end_reasoning == "done"
+    # Off: the first end ends the episode.
+    off = Scripted(["need a flight", "<|end_conversation|>"])
+    _, state = talk(UserSimulator(off, guards=GuardParams(confirm_end=False)), ["Booked."])
+    assert state.ended and len(off.calls) == 2

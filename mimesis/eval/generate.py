@@ -121,20 +121,26 @@ def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence
     sim = UserSimulator(generate_fn, max_turns=10**9, system_prompt_fn=SYSTEM_PROMPTS[prompt_style],
                         guards=guards)
 
-    def state_of(scenario: Scenario, history: list[Turn]) -> UserState:
+    def state_of(scenario: Scenario, history: list[Turn],
+                 reasoning: Sequence[str] = ()) -> UserState:
+        # history is a suffix of the item's (fit_turns drops the oldest pairs), so its user
+        # turns are the last n_user of the item's and take the last n_user reasonings
         n_user = sum(t.role == "user" for t in history)
+        private = ([""] * n_user + list(reasoning))[-n_user:] if n_user else []
         return UserState(scenario=scenario, system_prompt=sim.system_prompt_fn(scenario),
-                         history=history, private=[""] * n_user, turns=n_user,
+                         history=history, private=private, turns=n_user,
                          turn_flags=[[] for _ in range(n_user)], goal_overlap=[0.0] * n_user)
 
     pairs = []
     for item in items:
         history = clip_history(item.history, max_user_chars, max_agent_chars)
         if count_tokens is not None:
-            history = fit_turns(lambda h, s=item.scenario: build_view(state_of(s, h)), history,
-                                count_tokens, max_prompt_tokens)
+            history = fit_turns(
+                lambda h, s=item.scenario, r=item.history_reasoning: build_view(state_of(s, h, r)),
+                history, count_tokens, max_prompt_tokens)
         if item.kind == NEXT and history and history[-1].role == "assistant":
-            pairs.append((history[-1].text, state_of(item.scenario, history[:-1])))
+            pairs.append((history[-1].text,
+                          state_of(item.scenario, history[:-1], item.history_reasoning)))
         else:
             pairs.append((None, state_of(item.scenario, [])))
     out: list[Generated] = []

@@ -33,6 +33,12 @@ class EvalItem:
         history: Real turns before the position, unclipped.
         real_text: What the real user wrote here; ``None`` when the real user ended here.
         real_labels: Behaviour ids of the real turn's stored label (empty when it ended here).
+        history_reasoning: The labelled private reasoning of each user turn in ``history``, in
+            order ("" where the label has none). The simulator's view shows its own earlier
+            turns with their reasoning, as in training and at run time; without labels it would
+            show ``<think></think>`` on every earlier turn, a view it never trained on (measured:
+            16 of 58 next turns of the CPU default's simulator then came out with empty
+            reasoning).
     """
 
     conv_id: str
@@ -43,6 +49,7 @@ class EvalItem:
     history: tuple[Turn, ...]
     real_text: str | None
     real_labels: tuple[str, ...]
+    history_reasoning: tuple[str, ...] = ()
 
     @property
     def real_ended(self) -> bool:
@@ -77,11 +84,14 @@ def conversation_items(conv: LabeledConversation, half: int, next_positions: int
     cut (``ended`` False) has no known answer and is never taken. The rest are sampled.
     """
     labels = {lab.turn_index: tuple(lab.behaviors) for lab in conv.labels}
+    reasoning = {lab.turn_index: lab.reasoning for lab in conv.labels}
 
     def item(kind: str, index: int) -> EvalItem:
         real = conv.turns[index].text if index < len(conv.turns) else None
+        earlier = tuple(reasoning.get(i, "") for i, t in enumerate(conv.turns[:index])
+                        if t.role == "user")
         return EvalItem(conv.id, half, kind, index, conv.scenario, tuple(conv.turns[:index]),
-                        real, labels.get(index, ()) if real is not None else ())
+                        real, labels.get(index, ()) if real is not None else (), earlier)
 
     after_agent = [i + 1 for i, t in enumerate(conv.turns) if t.role == "assistant"]
     inner = [p for p in after_agent if p < len(conv.turns)]

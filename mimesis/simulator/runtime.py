@@ -23,8 +23,10 @@ Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated t
    ``Scenario.directives``) are cut from the utterance
    (:func:`~mimesis.simulator.guards.strip_directive_copies`; flag ``directive_copy``); an
    utterance left empty goes through rule 4, like an ``unsafe_split`` one: never sent.
-1. only an end signal → the episode ends (``end_signal``); on the opening turn it is first
-   resampled once (``GuardParams.resample_open_end``, flag ``open_end``).
+1. only an end signal → the episode ends (``end_signal``) once a second draw confirms it: on
+   the opening turn it is resampled once (``GuardParams.resample_open_end``, flag
+   ``open_end``), on later turns drawn again once (``GuardParams.confirm_end``, flag
+   ``end_confirm``); the episode ends only if that draw is an end too.
 2. an utterance *and* an end signal → the utterance is sent and the end is deferred (flag
    ``end_deferred``): the agent still gets to carry out what the user just confirmed; the
    episode ends on a later turn that is only the end signal.
@@ -245,8 +247,10 @@ class UserSimulator:
             flags.append("directive_copy")
         text = parsed.utterance
         if parsed.ended and not text:
-            if state.turns == 0 and g.resample_open_end and not final:
+            if not final and state.turns == 0 and g.resample_open_end:
                 return _Verdict(parsed, flags + ["open_end"], "resample")
+            if not final and state.turns > 0 and g.confirm_end:
+                return _Verdict(parsed, flags + ["end_confirm"], "resample")
             return _Verdict(parsed, flags, "end", "end_signal")
         if parsed.ended:
             flags.append("end_deferred")
