@@ -103,7 +103,8 @@ def test_multi_turn_episode_hides_reasoning_and_signals_the_end(server) -> None:
         f"secret about fly to Oslo in May #{n}" for n in range(3)]
     assert [t["utterance"] for t in private["turns"]] == contents[:3]
     assert private["end_reasoning"] == "secret about fly to Oslo in May"
-    assert private["ended"] and len(private["raw"]) == 5  # the end is drawn twice (confirm_end)
+    # 3 turns + the off-goal opening drawn again ("turn 0" shares no goal word) + 3 end draws
+    assert private["ended"] and len(private["raw"]) == 7
 
 
 def test_after_the_end_every_call_returns_the_end_again(server) -> None:

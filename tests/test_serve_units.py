@@ -122,7 +122,7 @@ def test_batcher_groups_by_sampling_and_isolates_failing_groups() -> None:
             calls.append((len(batch), sampling.max_tokens))
             if sampling.max_tokens == 13:
                 raise RuntimeError("engine exploded")
-            return [f"<think>r{sampling.max_tokens}</think>\nhello" for _ in batch]
+            return [f"<think>r{sampling.max_tokens}</think>\nhello, a table?" for _ in batch]
 
     sim = BatchingSimulator(Backend(lambda b: []), max_turns=3, window_ms=50, max_batch=8)
 
@@ -138,7 +138,7 @@ def test_batcher_groups_by_sampling_and_isolates_failing_groups() -> None:
 
     results = asyncio.run(main())
     assert sorted(calls) == [(1, 13), (1, 16), (2, 8)]
-    assert [r.message for r in results[:3]] == ["hello"] * 3
+    assert [r.message for r in results[:3]] == ["hello, a table?"] * 3
     assert results[0].state.private == ["r8"] and results[2].state.private == ["r16"]
     assert isinstance(results[3], RuntimeError)
     assert sim.stats.batches == 1 and sim.stats.largest_batch == 4

@@ -50,8 +50,7 @@ def talk(sim: UserSimulator, agent_replies: list[str]) -> tuple[list[str], UserS
 def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
     model = Scripted(["<think>start vague</think>\nneed a flight to denver",
                       "<think>good price</think>\nyes please book it <|end_conversation|>",
-                      "<think>booked, done</think>\n<|end_conversation|>",
-                      "<think>booked, done</think>\n<|end_conversation|>"])  # the confirming draw
+                      *["<think>booked, done</think>\n<|end_conversation|>"] * 3])  # end_draws
     sim = UserSimulator(model)
     sent, state = talk(sim, ["UA 123 at $300, shall I book it?", "Done, it is booked."])
     assert sent == ["need a flight to denver", "yes please book it", ""]
@@ -63,25 +62,30 @@ def test_confirmation_with_end_signal_is_sent_and_the_end_deferred() -> None:
 
 # docs/pitfalls.md #2: restarting after success ----------------------------------------------------
 def test_ended_episode_never_calls_the_model_again() -> None:
-    model = Scripted(["need a flight to denver", "<|end_conversation|>", "<|end_conversation|>"])
+    model = Scripted(["need a flight to denver", *["<|end_conversation|>"] * 3])
     sim = UserSimulator(model)
     _, state = talk(sim, ["Booked!"])
-    assert state.ended and len(model.calls) == 3
+    assert state.ended and len(model.calls) == 4
     for reply in ["Anything else?", "Hello?", ""]:
         message, state = sim.next_message(reply, state)
         assert (message, state.ended, state.end_reason) == ("", True, "end_signal")
-    assert len(model.calls) == 3
+    assert len(model.calls) == 4
     assert state.history[-1].text == "Booked!"  # replies after the end are not recorded
 
 
 def test_repeating_the_opening_request_ends_the_episode_as_a_restart() -> None:
     model = Scripted(["Hi, I need to book a flight to Denver please",
                       "yes book it",
-                      "hi I need to book a flight to Denver, please!"])
+                      "hi I need to book a flight to Denver, please!",
+                      "Hi, I need to book a flight to Denver please."])  # drawn again: a repeat
     sent, state = talk(UserSimulator(model), ["Found one for $300. Book it?", "Booked!"])
     assert sent == ["Hi, I need to book a flight to Denver please", "yes book it", ""]
-    assert state.end_reason == "restart" and "restart" in state.flags
-    assert state.turns == 2
+    assert state.end_reason == "restart" and "resampled:restart" in state.flags
+    assert state.turns == 2 and len(model.calls) == 4
+    once = Scripted(["Hi, I need to book a flight to Denver please", "yes book it",
+                     "hi I need to book a flight to Denver, please!", "thanks, all good"])
+    sent, state = talk(UserSimulator(once), ["Found one for $300. Book it?", "Booked!"])
+    assert sent[-1] == "thanks, all good" and not state.ended
 
 
 def test_short_repeats_are_not_restarts() -> None:
@@ -100,7 +104,7 @@ def test_short_repeats_are_not_restarts() -> None:
     "Let me think... hide the date secretword.\n\nneed a flight to denver",
 ])
 def test_agent_never_sees_reasoning_but_the_simulator_keeps_it(raw: str) -> None:
-    model = Scripted([raw, "<|end_conversation|>", "<|end_conversation|>"])
+    model = Scripted([raw, *["<|end_conversation|>"] * 3])
     sim = UserSimulator(model)
     message, state = sim.next_message(None, sim.init_state(SCENARIO))
     assert message == "need a flight to denver"
@@ -185,7 +189,7 @@ def test_turn_limit_ends_the_episode_without_another_generation() -> None:
 
 
 def test_end_signal_variant_ends_the_episode() -> None:
-    model = Scripted(["need a flight", "<think>all set</think>\n[END]", "[END]"])
+    model = Scripted(["need a flight", "<think>all set</think>\n[END]", "[END]", "[END]"])
     _, state = talk(UserSimulator(model), ["Booked."])
     assert state.end_reason == "end_signal" and "end_signal_variant" in state.flags
 
@@ -227,10 +231,10 @@ def test_next_message_leaves_the_given_state_alone() -> None:
 
 
 def test_agent_may_speak_first_and_empty_agent_replies_are_visible() -> None:
-    model = Scripted(["hi, flights?", "hello??"])
+    model = Scripted(["hi, a flight?", "hello??"])
     sim = UserSimulator(model)
     message, state = sim.next_message("Welcome to Air Demo!", sim.init_state(SCENARIO))
-    assert message == "hi, flights?" and state.history[0].role == "assistant"
+    assert message == "hi, a flight?" and state.history[0].role == "assistant"
     _, state = sim.next_message("  ", state)
     assert model.calls[1][0][-1] == {"role": "user", "content": NO_REPLY}
 
@@ -248,38 +252,58 @@ def test_protocol_errors() -> None:
 
 
 def test_state_round_trips_as_json() -> None:
-    model = Scripted(["<think>r</think>\nneed a flight", "<|end_conversation|>",
-                      "<|end_conversation|>"])
+    model = Scripted(["<think>r</think>\nneed a flight", *["<|end_conversation|>"] * 3])
     _, state = talk(UserSimulator(model), ["Done."])
     again = UserState.model_validate_json(state.model_dump_json())
     assert again == state and build_view(again) == build_view(state)
 
 
-def test_an_opening_that_only_ends_is_resampled_once() -> None:
+def test_an_opening_that_only_ends_is_drawn_again() -> None:
     model = Scripted(["<think>done</think>\n<|end_conversation|>", "need a flight"])
     message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
     assert message == "need a flight" and not state.ended
     assert "resampled:open_end" in state.flags and len(model.calls) == 2
-    twice = Scripted(["<|end_conversation|>", "<|end_conversation|>"])
-    message, state = UserSimulator(twice).next_message(None, UserSimulator(twice).init_state(SCENARIO))
+    thrice = Scripted(["<|end_conversation|>"] * 3)
+    message, state = UserSimulator(thrice).next_message(None, UserSimulator(thrice).init_state(SCENARIO))
     assert (message, state.ended, state.end_reason) == ("", True, "end_signal")
+    assert len(thrice.calls) == 3
     off = Scripted(["<|end_conversation|>"])
     sim = UserSimulator(off, guards=GuardParams(resample_open_end=False))
     assert sim.next_message(None, sim.init_state(SCENARIO))[1].ended and len(off.calls) == 1
 
 
-def test_a_later_end_needs_a_second_draw_that_ends_too() -> None:
-    # One draw that ends, then one that speaks: the end was a coin flip, so the turn is sent.
+def test_a_later_end_needs_every_draw_to_end() -> None:
+    # An end, then a turn that speaks: the end was a coin flip, so the turn is sent.
     model = Scripted(["need a flight", "<think>bored</think>\n<|end_conversation|>",
                       "<think>hm</think>\nand a hotel?"])
     sent, state = talk(UserSimulator(model), ["Which dates?"])
     assert sent == ["need a flight", "and a hotel?"] and not state.ended
     assert "resampled:end_confirm" in state.turn_flags[1] and len(model.calls) == 3
-    # Two draws that end: the episode ends.
-    both = Scripted(["need a flight", "<|end_conversation|>", "<think>done</think>\n[END]"])
+    # Two ends, then speech: still sent (end_draws = 3 by default).
+    model = Scripted(["need a flight", "<|end_conversation|>", "[END]", "ok, and a hotel?"])
+    sent, state = talk(UserSimulator(model), ["Which dates?"])
+    assert sent[-1] == "ok, and a hotel?" and not state.ended and len(model.calls) == 4
+    # Three ends: the episode ends, with the last draw's reasoning.
+    both = Scripted(["need a flight", "<|end_conversation|>", "[END]",
+                     "<think>done</think>\n[END]"])
     _, state = talk(UserSimulator(both), ["Booked."])
     assert state.ended and state.end_reason == "end_signal" and state.end_reasoning == "done"
-    # Off: the first end ends the episode.
+    # end_draws = 1: the first end ends the episode.
     off = Scripted(["need a flight", "<|end_conversation|>"])
-    _, state = talk(UserSimulator(off, guards=GuardParams(confirm_end=False)), ["Booked."])
+    _, state = talk(UserSimulator(off, guards=GuardParams(end_draws=1)), ["Booked."])
     assert state.ended and len(off.calls) == 2
+    with pytest.raises(ValueError, match="end_draws"):
+        GuardParams(end_draws=0)
+
+
+def test_an_off_topic_opening_is_drawn_again_once() -> None:
+    model = Scripted(["I like turtles.", "need a flight to denver"])
+    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    assert message == "need a flight to denver" and "resampled:off_topic" in state.turn_flags[0]
+    stubborn = Scripted(["I like turtles.", "I like cats."])
+    message, state = UserSimulator(stubborn).next_message(
+        None, UserSimulator(stubborn).init_state(SCENARIO))
+    assert message == "I like cats." and "off_topic" in state.turn_flags[0]  # sent, flagged
+    off = Scripted(["I like turtles."])
+    sim = UserSimulator(off, guards=GuardParams(resample_off_topic=False))
+    assert sim.next_message(None, sim.init_state(SCENARIO))[0] == "I like turtles."

@@ -96,16 +96,25 @@ class GuardParams:
         resample_empty: Regenerate once when a turn has no utterance and no end signal.
         resample_role_flip: Regenerate once when a turn is assistant-like (flag kept either way).
         resample_goal_dump: Regenerate once when the first turn dumps the goal (flag kept).
-        resample_open_end: Regenerate once when the opening turn is only the end signal: a user
-            cannot leave a conversation they have not started (flag ``open_end``; measured: 4 of
-            32 openings of the CPU default's frozen simulator). A second one still ends.
-        confirm_end: After the opening, a turn that is only the end signal is drawn again once;
-            the episode ends only when the second draw ends too (flag ``end_confirm``). A
-            position where the simulator ends with probability p then ends with p²: confident
-            ends survive, coin-flip ends mostly do not. Why: the CPU default's simulator ended
-            22 % of the next-turn positions of held-out real conversations but with no
-            discrimination (it ended 9 of the 41 where the real user went on, 4 of the 17 where
-            the real user stopped), and every such end costs an RL episode its remaining turns.
+        resample_open_end: Draw the opening again when it is only the end signal, as
+            ``end_draws`` says: a user cannot leave a conversation they have not started (flag
+            ``open_end``; measured: 4 of 32 openings of the CPU default's frozen simulator).
+        end_draws: Draws of a turn that is only the end signal before the episode ends: each
+            end is drawn again until this many draws all ended (flag ``end_confirm``; on the
+            opening only with ``resample_open_end``, flag ``open_end``); 1 = the first end
+            ends. A position where the simulator ends with probability p then ends with
+            p^end_draws: confident ends survive, coin-flip ends mostly do not. Why: on
+            held-out real conversations the CPU default's simulator ended with no better than
+            chance aim (9 of the 41 next-turn positions where the real user went on, 4 of the
+            17 where the real user stopped), and every such end costs an RL episode its
+            remaining turns. Measured at 128 conversations: with 2 draws it still ended 15 of
+            the 126 positions where the real user went on.
+        resample_restart: Regenerate once when a turn repeats an earlier one (a restart); a
+            second repeat ends the episode.
+        resample_off_topic: Regenerate once when the user speaks first and its opening shares
+            no content word with the goal (flag ``off_topic`` kept either way; a first reply to
+            an agent's question is never off-topic): 60 of 128 openings of the CPU default's
+            simulator did, against held-out real conversations' goals.
         directive_min_words: A sentence sharing a run of at least this many consecutive words
             with a scenario directive is cut from the utterance (:func:`strip_directive_copies`).
     """
@@ -118,7 +127,9 @@ class GuardParams:
     resample_role_flip: bool = False
     resample_goal_dump: bool = False
     resample_open_end: bool = True
-    confirm_end: bool = True
+    end_draws: int = 3
+    resample_restart: bool = True
+    resample_off_topic: bool = True
     directive_min_words: int = 6
 
     def __post_init__(self) -> None:
@@ -127,9 +138,11 @@ class GuardParams:
                 f"goal_dump_threshold must be in [0, 1], got {self.goal_dump_threshold}")
         if not 0.0 < self.repeat_threshold <= 1.0:
             raise ValueError(f"repeat_threshold must be in (0, 1], got {self.repeat_threshold}")
-        if min(self.pleasantries_limit, self.repeat_min_words, self.directive_min_words) < 1:
+        if min(self.pleasantries_limit, self.repeat_min_words, self.directive_min_words,
+               self.end_draws) < 1:
             raise ValueError(
-                "pleasantries_limit, repeat_min_words and directive_min_words must be ≥ 1")
+                "pleasantries_limit, repeat_min_words, directive_min_words and end_draws "
+                "must be ≥ 1")
 
 
 def assistant_like_reasons(text: str) -> list[str]:

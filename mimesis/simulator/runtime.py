@@ -23,20 +23,22 @@ Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated t
    ``Scenario.directives``) are cut from the utterance
    (:func:`~mimesis.simulator.guards.strip_directive_copies`; flag ``directive_copy``); an
    utterance left empty goes through rule 4, like an ``unsafe_split`` one: never sent.
-1. only an end signal → the episode ends (``end_signal``) once a second draw confirms it: on
-   the opening turn it is resampled once (``GuardParams.resample_open_end``, flag
-   ``open_end``), on later turns drawn again once (``GuardParams.confirm_end``, flag
-   ``end_confirm``); the episode ends only if that draw is an end too.
+1. only an end signal → the turn is drawn again, up to ``GuardParams.end_draws`` draws in all
+   (flag ``end_confirm``; ``open_end`` on the opening, where ``resample_open_end`` switches it);
+   the episode ends (``end_signal``) only when every draw was an end.
 2. an utterance *and* an end signal → the utterance is sent and the end is deferred (flag
    ``end_deferred``): the agent still gets to carry out what the user just confirmed; the
    episode ends on a later turn that is only the end signal.
 3. a near-verbatim repeat of an earlier user turn
    (:func:`~mimesis.simulator.guards.repeats_earlier`) is a restart of a finished request: it
-   is not sent, the episode ends (``restart``; or ``end_signal`` when the repeat carried one).
+   is drawn again once (``GuardParams.resample_restart``); a repeat again is not sent and the
+   episode ends (``restart``; or ``end_signal`` when the repeat carried one).
 4. no utterance → resampled once (``GuardParams.resample_empty``), else the episode ends
    (``empty_turn``): an empty user message is never sent.
-5. assistant-like (``role_flip``) or, on the first turn, goal-dumping (``goal_dump``) turns are
-   flagged and optionally resampled once; the last sample is sent with its flags.
+5. assistant-like (``role_flip``) or, on the first turn, goal-dumping (``goal_dump``) or
+   off-topic (``off_topic``: an opening the user speaks first with no content word of the
+   goal) turns are flagged and optionally
+   resampled once; the last sample is sent with its flags.
 6. the ``pleasantries_limit``-th content-free turn in a row ("thanks!", "bye") is not sent; the
    episode ends (``pleasantries_loop``).
 
@@ -56,6 +58,7 @@ from pydantic import BaseModel, Field
 from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn, TurnLabel
 from mimesis.simulator.guards import (
     GuardParams,
+    content_words,
     goal_overlap,
     is_assistant_like,
     is_pleasantry,
@@ -194,18 +197,20 @@ class UserSimulator:
         """
         states = [self._receive(message, state) for message, state in pairs]
         replies = [""] * len(states)
-        waiting = [i for i, s in enumerate(states) if not s.ended]
-        retry: dict[int, list[str]] = {}
-        for i, verdict in zip(waiting, self._generate([states[i] for i in waiting], final=False),
-                              strict=True):
-            if verdict.action == "resample":
-                retry[i] = [f"resampled:{f}" for f in verdict.flags]
-            else:
-                replies[i] = self._commit(states[i], verdict)
-        for i, verdict in zip(retry, self._generate([states[i] for i in retry], final=True),
-                              strict=True):
-            verdict.earlier = retry[i]
-            replies[i] = self._commit(states[i], verdict)
+        todo = [i for i, s in enumerate(states) if not s.ended]
+        earlier: dict[int, list[str]] = {}
+        attempt = 0
+        while todo:  # ends after GuardParams.end_draws draws at most (each rule caps its own)
+            retry = []
+            for i, verdict in zip(todo, self._generate([states[i] for i in todo], attempt),
+                                  strict=True):
+                if verdict.action == "resample":
+                    earlier[i] = earlier.get(i, []) + [f"resampled:{f}" for f in verdict.flags]
+                    retry.append(i)
+                else:
+                    verdict.earlier = earlier.get(i, [])
+                    replies[i] = self._commit(states[i], verdict)
+            todo, attempt = retry, attempt + 1
         return list(zip(replies, states, strict=True))
 
     def _receive(self, agent_message: str | None, state: UserState) -> UserState:
@@ -225,7 +230,7 @@ class UserSimulator:
             state.ended, state.end_reason = True, "max_turns"
         return state
 
-    def _generate(self, states: list[UserState], final: bool) -> list[_Verdict]:
+    def _generate(self, states: list[UserState], attempt: int) -> list[_Verdict]:
         if not states:
             return []
         texts = self.generate_fn([build_view(s) for s in states])
@@ -233,11 +238,13 @@ class UserSimulator:
             raise ValueError(f"generate_fn returned {len(texts)} texts for {len(states)} chats")
         for state, text in zip(states, texts, strict=True):
             state.raw.append(text)
-        return [self._assess(s, t, final) for s, t in zip(states, texts, strict=True)]
+        return [self._assess(s, t, attempt) for s, t in zip(states, texts, strict=True)]
 
-    def _assess(self, state: UserState, raw: str, final: bool) -> _Verdict:
-        """Apply the episode rules of the module docstring to one generated turn."""
+    def _assess(self, state: UserState, raw: str, attempt: int) -> _Verdict:
+        """Apply the episode rules of the module docstring to one generated turn, the
+        ``attempt``-th draw (0-based) of this turn."""
         g, parsed = self.guards, parse_turn(raw)
+        final = attempt > 0  # every rule but the end signal resamples at most once
         flags = list(parsed.flags)
         public = "\n".join(t.text for t in state.history if t.role == "assistant")
         kept, cut = strip_directive_copies(parsed.utterance, state.scenario.directives,
@@ -247,23 +254,28 @@ class UserSimulator:
             flags.append("directive_copy")
         text = parsed.utterance
         if parsed.ended and not text:
-            if not final and state.turns == 0 and g.resample_open_end:
-                return _Verdict(parsed, flags + ["open_end"], "resample")
-            if not final and state.turns > 0 and g.confirm_end:
-                return _Verdict(parsed, flags + ["end_confirm"], "resample")
+            if attempt < g.end_draws - 1 and (state.turns > 0 or g.resample_open_end):
+                return _Verdict(parsed, flags + ["end_confirm" if state.turns else "open_end"],
+                                "resample")
             return _Verdict(parsed, flags, "end", "end_signal")
         if parsed.ended:
             flags.append("end_deferred")
         if repeats_earlier(text, state.user_utterances(), g.repeat_threshold, g.repeat_min_words):
+            if not final and g.resample_restart:
+                return _Verdict(parsed, flags + ["restart"], "resample")
             return _Verdict(parsed, flags + ["restart"], "end",
                             "end_signal" if parsed.ended else "restart")
         overlap = goal_overlap(state.scenario.goal, text)
+        opening = bool(text) and state.turns == 0
+        # off_topic only where the user speaks first: a first reply to an agent's question
+        # ("downtown.", "$200") may rightly share no word with the goal
         problems = {"empty_utterance": not text,
                     "role_flip": bool(text) and is_assistant_like(text),
-                    "goal_dump": bool(text) and state.turns == 0
-                    and overlap >= g.goal_dump_threshold}
+                    "goal_dump": opening and overlap >= g.goal_dump_threshold,
+                    "off_topic": opening and not state.history and overlap == 0.0
+                    and bool(content_words(state.scenario.goal))}
         allowed = {"empty_utterance": g.resample_empty, "role_flip": g.resample_role_flip,
-                   "goal_dump": g.resample_goal_dump}
+                   "goal_dump": g.resample_goal_dump, "off_topic": g.resample_off_topic}
         found = [name for name, hit in problems.items() if hit]
         flags += found
         if not final and any(allowed[name] for name in found):
