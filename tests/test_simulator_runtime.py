@@ -307,3 +307,21 @@ def test_an_off_topic_opening_is_drawn_again_once() -> None:
     off = Scripted(["I like turtles."])
     sim = UserSimulator(off, guards=GuardParams(resample_off_topic=False))
     assert sim.next_message(None, sim.init_state(SCENARIO))[0] == "I like turtles."
+
+
+def test_each_rule_redraws_once_without_spending_another_rules_redraw() -> None:
+    # off-topic opening -> redraw; that draw is empty -> its own redraw; then a good turn.
+    model = Scripted(["I like turtles.", "<think>hmm", "need a flight to denver"])
+    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    assert message == "need a flight to denver" and len(model.calls) == 3
+    assert {"resampled:off_topic", "resampled:empty_utterance"} <= set(state.turn_flags[0])
+
+
+def test_a_degenerate_turn_is_drawn_again_once() -> None:
+    model = Scripted(["need a flight", "<village>Denver</village>\n<village>Denver</village>",
+                      "March 3, from Boston"])
+    sent, state = talk(UserSimulator(model), ["Which dates?"])
+    assert sent[-1] == "March 3, from Boston" and "resampled:junk" in state.turn_flags[1]
+    stubborn = Scripted(["need a flight", "ok ok ok ok ok", "no no no no no"])
+    sent, state = talk(UserSimulator(stubborn), ["Which dates?"])
+    assert sent[-1] == "no no no no no" and "junk" in state.turn_flags[1]  # sent, flagged

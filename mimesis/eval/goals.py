@@ -14,44 +14,14 @@ A simulator that ignores its scenario can still look human to a C2ST. Two checks
 
 from __future__ import annotations
 
-import itertools
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from mimesis.simulator.guards import GuardParams, goal_overlap, is_assistant_like
+from mimesis.simulator.guards import GuardParams, goal_overlap, is_assistant_like, is_junk
 
 Embed = Callable[[list[str]], np.ndarray]
-
-# Markup a user never types to a chat UI: chat-template / reasoning tags and role headers.
-_TAG = re.compile(r"<\|?/?[a-z_][\w\-]{0,30}\|?>|\[/?(?:INST|SYS)\]|^\s*(?:assistant|user|system)"
-                  r"\s*:", re.IGNORECASE | re.MULTILINE)
-_TOKEN = re.compile(r"\S+")
-
-
-def is_junk(text: str, max_run: int = 4, min_distinct: float = 0.3) -> bool:
-    """True when ``text`` is degenerate output: markup tags or role headers, one token repeated
-    ``max_run`` times in a row, or (at 8+ tokens) under ``min_distinct`` distinct tokens.
-
-    >>> is_junk("ok ok ok ok ok")
-    True
-    >>> is_junk("<think> plan </think> hi")
-    True
-    >>> is_junk("why does my loop never stop")
-    False
-    """
-    if _TAG.search(text):
-        return True
-    tokens = [t.lower() for t in _TOKEN.findall(text)]
-    run = 1
-    for prev, cur in itertools.pairwise(tokens):
-        run = run + 1 if cur == prev else 1
-        if run >= max_run:
-            return True
-    return len(tokens) >= 8 and len(set(tokens)) / len(tokens) < min_distinct
-
 
 def opening_quality(openings: Sequence[tuple[str, str, bool]],
                     goal_dump_threshold: float = GuardParams().goal_dump_threshold

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -115,6 +116,9 @@ class GuardParams:
             no content word with the goal (flag ``off_topic`` kept either way; a first reply to
             an agent's question is never off-topic): 60 of 128 openings of the CPU default's
             simulator did, against held-out real conversations' goals.
+        resample_junk: Regenerate once when the utterance is degenerate (:func:`is_junk`:
+            markup tags, a token repeated; flag ``junk`` kept either way): 5 of 128 openings of
+            the CPU default's simulator were (``<village>…</village>`` wrappers, tag loops).
         directive_min_words: A sentence sharing a run of at least this many consecutive words
             with a scenario directive is cut from the utterance (:func:`strip_directive_copies`).
     """
@@ -130,6 +134,7 @@ class GuardParams:
     end_draws: int = 3
     resample_restart: bool = True
     resample_off_topic: bool = True
+    resample_junk: bool = True
     directive_min_words: int = 6
 
     def __post_init__(self) -> None:
@@ -287,3 +292,31 @@ def strip_directive_copies(text: str, directives: list[str] | tuple[str, ...],
         if kept or not line.strip():
             lines.append(" ".join(kept) if kept else line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), cut
+
+
+# Markup a user never types to a chat UI: chat-template / reasoning tags and role headers.
+_TAG = re.compile(r"<\|?/?[a-z_][\w\-]{0,30}\|?>|\[/?(?:INST|SYS)\]|^\s*(?:assistant|user|system)"
+                  r"\s*:", re.IGNORECASE | re.MULTILINE)
+_TOKEN = re.compile(r"\S+")
+
+
+def is_junk(text: str, max_run: int = 4, min_distinct: float = 0.3) -> bool:
+    """True when ``text`` is degenerate output: markup tags or role headers, one token repeated
+    ``max_run`` times in a row, or (at 8+ tokens) under ``min_distinct`` distinct tokens.
+
+    >>> is_junk("ok ok ok ok ok")
+    True
+    >>> is_junk("<think> plan </think> hi")
+    True
+    >>> is_junk("why does my loop never stop")
+    False
+    """
+    if _TAG.search(text):
+        return True
+    tokens = [t.lower() for t in _TOKEN.findall(text)]
+    run = 1
+    for prev, cur in itertools.pairwise(tokens):
+        run = run + 1 if cur == prev else 1
+        if run >= max_run:
+            return True
+    return len(tokens) >= 8 and len(set(tokens)) / len(tokens) < min_distinct

@@ -35,10 +35,12 @@ Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated t
    episode ends (``restart``; or ``end_signal`` when the repeat carried one).
 4. no utterance → resampled once (``GuardParams.resample_empty``), else the episode ends
    (``empty_turn``): an empty user message is never sent.
-5. assistant-like (``role_flip``) or, on the first turn, goal-dumping (``goal_dump``) or
+5. assistant-like (``role_flip``), degenerate (``junk``: markup tags, a token repeated, see
+   :func:`~mimesis.simulator.guards.is_junk`) or, on the first turn, goal-dumping (``goal_dump``) or
    off-topic (``off_topic``: an opening the user speaks first with no content word of the
    goal) turns are flagged and optionally
-   resampled once; the last sample is sent with its flags.
+   resampled once; the last sample is sent with its flags. Each rule redraws a turn at most
+   once (an end: ``end_draws - 1`` times), so one rule's redraw never spends another's.
 6. the ``pleasantries_limit``-th content-free turn in a row ("thanks!", "bye") is not sent; the
    episode ends (``pleasantries_loop``).
 
@@ -61,6 +63,7 @@ from mimesis.simulator.guards import (
     content_words,
     goal_overlap,
     is_assistant_like,
+    is_junk,
     is_pleasantry,
     repeats_earlier,
     strip_directive_copies,
@@ -142,6 +145,7 @@ class _Verdict:
     reason: EndReason | None = None
     overlap: float = 0.0
     earlier: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)  # the rules that ask for a redraw
 
 
 class UserSimulator:
@@ -199,18 +203,19 @@ class UserSimulator:
         replies = [""] * len(states)
         todo = [i for i, s in enumerate(states) if not s.ended]
         earlier: dict[int, list[str]] = {}
-        attempt = 0
-        while todo:  # ends after GuardParams.end_draws draws at most (each rule caps its own)
+        used: dict[int, list[str]] = {i: [] for i in todo}  # rules that redrew each turn
+        while todo:  # finite: each rule redraws a turn once, an end end_draws - 1 times
             retry = []
-            for i, verdict in zip(todo, self._generate([states[i] for i in todo], attempt),
-                                  strict=True):
+            for i, verdict in zip(todo, self._generate([states[i] for i in todo],
+                                                       [used[i] for i in todo]), strict=True):
                 if verdict.action == "resample":
                     earlier[i] = earlier.get(i, []) + [f"resampled:{f}" for f in verdict.flags]
+                    used[i] += verdict.rules
                     retry.append(i)
                 else:
                     verdict.earlier = earlier.get(i, [])
                     replies[i] = self._commit(states[i], verdict)
-            todo, attempt = retry, attempt + 1
+            todo = retry
         return list(zip(replies, states, strict=True))
 
     def _receive(self, agent_message: str | None, state: UserState) -> UserState:
@@ -230,7 +235,7 @@ class UserSimulator:
             state.ended, state.end_reason = True, "max_turns"
         return state
 
-    def _generate(self, states: list[UserState], attempt: int) -> list[_Verdict]:
+    def _generate(self, states: list[UserState], used: list[list[str]]) -> list[_Verdict]:
         if not states:
             return []
         texts = self.generate_fn([build_view(s) for s in states])
@@ -238,13 +243,13 @@ class UserSimulator:
             raise ValueError(f"generate_fn returned {len(texts)} texts for {len(states)} chats")
         for state, text in zip(states, texts, strict=True):
             state.raw.append(text)
-        return [self._assess(s, t, attempt) for s, t in zip(states, texts, strict=True)]
+        return [self._assess(s, t, u) for s, t, u in zip(states, texts, used, strict=True)]
 
-    def _assess(self, state: UserState, raw: str, attempt: int) -> _Verdict:
-        """Apply the episode rules of the module docstring to one generated turn, the
-        ``attempt``-th draw (0-based) of this turn."""
+    def _assess(self, state: UserState, raw: str, used: Sequence[str] = ()) -> _Verdict:
+        """Apply the episode rules of the module docstring to one generated turn; ``used``:
+        the rules that already redrew this turn (each redraws it once, an end
+        ``end_draws - 1`` times)."""
         g, parsed = self.guards, parse_turn(raw)
-        final = attempt > 0  # every rule but the end signal resamples at most once
         flags = list(parsed.flags)
         public = "\n".join(t.text for t in state.history if t.role == "assistant")
         kept, cut = strip_directive_copies(parsed.utterance, state.scenario.directives,
@@ -254,15 +259,15 @@ class UserSimulator:
             flags.append("directive_copy")
         text = parsed.utterance
         if parsed.ended and not text:
-            if attempt < g.end_draws - 1 and (state.turns > 0 or g.resample_open_end):
+            if used.count("end") < g.end_draws - 1 and (state.turns > 0 or g.resample_open_end):
                 return _Verdict(parsed, flags + ["end_confirm" if state.turns else "open_end"],
-                                "resample")
+                                "resample", rules=["end"])
             return _Verdict(parsed, flags, "end", "end_signal")
         if parsed.ended:
             flags.append("end_deferred")
         if repeats_earlier(text, state.user_utterances(), g.repeat_threshold, g.repeat_min_words):
-            if not final and g.resample_restart:
-                return _Verdict(parsed, flags + ["restart"], "resample")
+            if "restart" not in used and g.resample_restart:
+                return _Verdict(parsed, flags + ["restart"], "resample", rules=["restart"])
             return _Verdict(parsed, flags + ["restart"], "end",
                             "end_signal" if parsed.ended else "restart")
         overlap = goal_overlap(state.scenario.goal, text)
@@ -273,13 +278,16 @@ class UserSimulator:
                     "role_flip": bool(text) and is_assistant_like(text),
                     "goal_dump": opening and overlap >= g.goal_dump_threshold,
                     "off_topic": opening and not state.history and overlap == 0.0
-                    and bool(content_words(state.scenario.goal))}
+                    and bool(content_words(state.scenario.goal)),
+                    "junk": bool(text) and is_junk(text)}
         allowed = {"empty_utterance": g.resample_empty, "role_flip": g.resample_role_flip,
-                   "goal_dump": g.resample_goal_dump, "off_topic": g.resample_off_topic}
+                   "goal_dump": g.resample_goal_dump, "off_topic": g.resample_off_topic,
+                   "junk": g.resample_junk}
         found = [name for name, hit in problems.items() if hit]
         flags += found
-        if not final and any(allowed[name] for name in found):
-            return _Verdict(parsed, flags, "resample", overlap=overlap)
+        redraw = [name for name in found if allowed[name] and name not in used]
+        if redraw:
+            return _Verdict(parsed, flags, "resample", overlap=overlap, rules=redraw)
         if not text:
             return _Verdict(parsed, flags, "end", "empty_turn")
         if is_pleasantry(text) and state.pleasantry_streak + 1 >= g.pleasantries_limit:
