@@ -39,7 +39,8 @@ def _write_plain(path, n=8):
 
 def _casual_reply(body: dict) -> str:
     last = body["messages"][-1]["content"].split()
-    return "ok so " + " ".join(last[:3]).lower() + " why not working"
+    # "list" is a goal word: the opening stays on topic (no off-topic redraw to count)
+    return "ok so my list " + " ".join(last[:3]).lower() + " why not working"
 
 
 def _invoke(args, env):
