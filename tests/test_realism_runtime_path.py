@@ -77,12 +77,13 @@ def test_guards_resample_and_refuse_empty_turns_and_count_them():
 
     def empty_then_text(batch):
         calls.append(len(batch))
-        return ["<think>hm</think>\n" if len(calls) == 1 else "<think>ok</think>\nstill broken"
-                for _ in batch]
+        # "list" is a goal word, so the openings are on topic (no off-topic redraw)
+        return ["<think>hm</think>\n" if len(calls) == 1
+                else "<think>ok</think>\nmy list is still broken" for _ in batch]
 
     out = simulate_runtime(empty_then_text, "user_simulator", items, None, 0, 0, 0, 64, "t")
     assert calls == [len(items), len(items)]  # one call, then one resample call for all
-    assert all(g.utterance == "still broken" and not g.ended for g in out)
+    assert all(g.utterance == "my list is still broken" and not g.ended for g in out)
     counts = guard_counts(out)
     assert counts["resampled_rate"] == 1.0 and counts["resampled_empty_utterance"] == 1.0
 
