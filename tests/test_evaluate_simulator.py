@@ -146,3 +146,34 @@ def test_cli_scores_a_frozen_folder(tmp_path):
     rows = list(read_jsonl(out / "generations.jsonl"))
     assert {r["model"] for r in rows} == {f"frozen:{folder}"} and rows
     assert "| frozen-tiny |" in (out / "table.md").read_text()
+
+
+def test_cli_scores_a_live_mimesis_serve_on_loopback(tmp_path):
+    """`mimesis evaluate-simulator --endpoint http://127.0.0.1:PORT/sim/v1 --model NAME` against
+    a real `mimesis serve` app (uvicorn in a thread; a scripted model behind the server's own
+    runtime, batcher and parser), end to end through the CLI."""
+    from mimesis.serve.app import create_app
+    from mimesis.serve.backends import FunctionBackend
+    from mimesis.serve.batching import BatchingSimulator
+    from mimesis.serve.config import ServeConfig
+    from mimesis.serve.local import serve_in_thread
+
+    seen: list[int] = []
+
+    def model(batch):
+        seen.append(len(batch))
+        return ["<think>my list code fails</think>\nmy list append still fails, why"] * len(batch)
+
+    sim = BatchingSimulator(FunctionBackend(model), max_turns=8, window_ms=0)
+    conv_path, out = _write_plain(tmp_path / "convs.jsonl"), tmp_path / "out"
+    with serve_in_thread(create_app(sim, ServeConfig())) as url:
+        result = _invoke(["--endpoint", f"{url}/sim/v1", "--model", ServeConfig().model_name,
+                          "--api-key-env", "NO_KEY", "--prompt-style", "user_simulator",
+                          "--conversations", str(conv_path), "--out", str(out),
+                          "--name", "served"], {"NO_KEY": "none"})
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    row, counts = metrics["served"], metrics["counts"]
+    assert sum(seen) >= counts["positions"]  # every position reached the served model
+    assert row["turn_loss_rate"] == 0.0 and 0 < row["c2st"]["p_value"] <= 1
+    assert "| served |" in (out / "table.md").read_text()
