@@ -260,7 +260,8 @@ def test_state_round_trips_as_json() -> None:
 
 def test_an_opening_that_only_ends_is_drawn_again() -> None:
     model = Scripted(["<think>done</think>\n<|end_conversation|>", "need a flight"])
-    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    sim = UserSimulator(model)
+    message, state = sim.next_message(None, sim.init_state(SCENARIO))
     assert message == "need a flight" and not state.ended
     assert "resampled:open_end" in state.flags and len(model.calls) == 2
     thrice = Scripted(["<|end_conversation|>"] * 3)
@@ -298,7 +299,8 @@ def test_a_later_end_needs_every_draw_to_end() -> None:
 
 def test_an_off_topic_opening_is_drawn_again_once() -> None:
     model = Scripted(["I like turtles.", "need a flight to denver"])
-    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    sim = UserSimulator(model)
+    message, state = sim.next_message(None, sim.init_state(SCENARIO))
     assert message == "need a flight to denver" and "resampled:off_topic" in state.turn_flags[0]
     stubborn = Scripted(["I like turtles.", "I like cats."])
     message, state = UserSimulator(stubborn).next_message(
@@ -312,7 +314,8 @@ def test_an_off_topic_opening_is_drawn_again_once() -> None:
 def test_each_rule_redraws_once_without_spending_another_rules_redraw() -> None:
     # off-topic opening -> redraw; that draw is empty -> its own redraw; then a good turn.
     model = Scripted(["I like turtles.", "<think>hmm", "need a flight to denver"])
-    message, state = UserSimulator(model).next_message(None, UserSimulator(model).init_state(SCENARIO))
+    sim = UserSimulator(model)
+    message, state = sim.next_message(None, sim.init_state(SCENARIO))
     assert message == "need a flight to denver" and len(model.calls) == 3
     assert {"resampled:off_topic", "resampled:empty_utterance"} <= set(state.turn_flags[0])
 
