@@ -231,6 +231,21 @@ def test_arms_resolve_and_pass_checks(tmp_path):
         trained_specs(sft)
 
 
+def test_without_the_base_agent_only_trained_arms_are_evaluated_and_compared(tmp_path):
+    train, distill, sft = _arms(tmp_path)
+    p = _params(base=False, csd=False, train_agent_arms=["grpo"], comparisons=[["grpo", "sft"]])
+    sources = agent_sources(train, distill, sft, p)
+    assert list(sources) == ["sft", "grpo"]  # no base model loaded or played
+    check_arms(sources, p)
+    with pytest.raises(ValueError, match=r"comparison \['sft', 'base'\]"):
+        _params(base=False, comparisons=[["sft", "base"]])
+    # the arms are still checked against one base model, the SFT start's
+    meta = json.loads((train / "grpo" / "meta.json").read_text())
+    (train / "grpo" / "meta.json").write_text(json.dumps({**meta, "base_model": "other"}))
+    with pytest.raises(ValueError, match="every arm must start from the base model"):
+        check_arms(sources, p)
+
+
 def test_a_missing_arm_is_named(tmp_path):
     train, distill, sft = _arms(tmp_path)
     import shutil

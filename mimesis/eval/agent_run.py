@@ -70,6 +70,8 @@ class AgentEvaluateParams(AgentEvalParams):
         train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
         csd: Evaluate ``<distill_agent>`` as the ``csd`` agent (a profile without that stage's
             arm sets it false).
+        base: Evaluate the base model as the ``base`` agent (a profile that only compares trained
+            arms sets it false: its episodes are the costliest, full-length every time).
         comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
     """
 
@@ -79,6 +81,7 @@ class AgentEvaluateParams(AgentEvalParams):
     unseen_users: list[dict[str, Any]] = field(default_factory=_default_unseen)
     train_agent_arms: list[str] = field(default_factory=lambda: ["grpo-prompted", "grpo"])
     csd: bool = True  # evaluate the distill_agent arm (false where a profile disables that stage)
+    base: bool = True  # evaluate the base model (false: only trained arms are compared)
     comparisons: list[list[str]] = field(default_factory=_default_comparisons)
 
     def __post_init__(self) -> None:
@@ -92,9 +95,10 @@ class AgentEvaluateParams(AgentEvalParams):
                                  f"{names}")
 
     def agent_names(self) -> list[str]:
-        """The agents, in evaluation order: base, sft, the train_agent arms, csd (when
-        ``csd``)."""
-        return [BASE_AGENT, "sft", *self.train_agent_arms, *(["csd"] if self.csd else [])]
+        """The agents, in evaluation order: base (when ``base``), sft, the train_agent arms, csd
+        (when ``csd``)."""
+        return [*([BASE_AGENT] if self.base else []), "sft", *self.train_agent_arms,
+                *(["csd"] if self.csd else [])]
 
     def core(self) -> AgentEvalParams:
         """The :class:`AgentEvalParams` part (what :func:`evaluate_agents` takes)."""
@@ -118,7 +122,7 @@ def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
     """
     given = {"sft": sft_agent_dir, "csd": distill_agent_dir}
     folders: dict[str, Path] = {}
-    for name in p.agent_names()[1:]:
+    for name in (n for n in p.agent_names() if n != BASE_AGENT):
         if name in given:
             folder = given[name]
         else:
@@ -130,7 +134,8 @@ def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
                 "(has the stage that trains this arm run? sft: --sft-agent, csd: --distill-agent, "
                 "the others: subfolders of --train-agent)")
         folders[name] = Path(folder)
-    return {BASE_AGENT: _meta(folders["sft"])["base_model"], **folders}
+    base = {BASE_AGENT: _meta(folders["sft"])["base_model"]} if p.base else {}
+    return {**base, **folders}
 
 
 def trained_specs(stage_dir: Path) -> list:
@@ -186,7 +191,7 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
         raise ValueError(f"comparisons name agents that are not evaluated: {unknown}")
     arms = {n: Path(s) for n, s in sources.items() if n != BASE_AGENT}
     metas = {n: _meta(d) for n, d in arms.items()}
-    base = sources.get(BASE_AGENT)
+    base = sources.get(BASE_AGENT, metas["sft"].get("base_model") if "sft" in metas else None)
     other_base = [f"{n}: {m.get('base_model')}" for n, m in metas.items()
                   if base is not None and m.get("base_model") != base]
     if other_base:

@@ -48,6 +48,8 @@ from mimesis.tracking import stage_run
 class EvaluateUserParams:
     """Parameters of the ``evaluate_user`` section of params.yaml (active profile applied)."""
 
+    enabled: bool = field(default=True, metadata={"help": "false: score nothing, write a note "
+                                                  "(a profile that only trains agents)"})
     max_conversations: int = field(default=32, metadata={"help": "test conversations (0 = all)"})
     next_positions: int = field(default=2, metadata={"help": "next-turn positions per conv"})
     max_new_tokens: int = field(default=80, metadata={"help": "tokens per generated turn"})
@@ -104,6 +106,8 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
     """
     import mlflow
 
+    if not params.enabled:
+        return write_disabled(out_dir, params)
     started = time.time()
     convs = list(read_jsonl(label_dir / "test.jsonl", LabeledConversation))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
@@ -116,6 +120,22 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
         write_outputs(out_dir, metrics, items, outputs, simulated, real, model_ids,
                       prompts=("user_simulator", "prompted_user"))
     print_summary(metrics, ["trained", "baseline", "real"], out_dir, "evaluate_user")
+    return out_dir
+
+
+def write_disabled(out_dir: Path, params: EvaluateUserParams) -> Path:
+    """The stage's declared outputs when ``enabled`` is false: ``metrics.json`` saying so (with
+    the params), a one-line ``table.md``, an empty ``generations.jsonl`` and ``plots/``. Nothing
+    is generated or logged to MLflow. Returns ``out_dir``."""
+    from mimesis.io import write_json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "metrics.json", {"enabled": False, "params": dataclasses.asdict(params)})
+    (out_dir / "table.md").write_text("Realism not scored in this profile "
+                                      "(evaluate_user.enabled: false).\n")
+    (out_dir / "generations.jsonl").write_text("")
+    (out_dir / "plots").mkdir(exist_ok=True)
+    print("evaluate_user: disabled (evaluate_user.enabled: false); nothing scored")
     return out_dir
 
 
