@@ -37,7 +37,7 @@ from pathlib import Path
 from mimesis.eval.generate import VIEW_STYLES, simulate_local
 from mimesis.eval.protocol import build_items
 from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
-from mimesis.io import read_jsonl
+from mimesis.io import read_jsonl, write_json
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
 from mimesis.schemas import LabeledConversation
@@ -104,10 +104,10 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
         KeyError: the frozen simulator's meta.json names no ``base_model``.
     """
-    import mlflow
-
     if not params.enabled:
         return write_disabled(out_dir, params)
+    import mlflow
+
     started = time.time()
     convs = list(read_jsonl(label_dir / "test.jsonl", LabeledConversation))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
@@ -127,8 +127,6 @@ def write_disabled(out_dir: Path, params: EvaluateUserParams) -> Path:
     """The stage's declared outputs when ``enabled`` is false: ``metrics.json`` saying so (with
     the params), a one-line ``table.md``, an empty ``generations.jsonl`` and ``plots/``. Nothing
     is generated or logged to MLflow. Returns ``out_dir``."""
-    from mimesis.io import write_json
-
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "metrics.json", {"enabled": False, "params": dataclasses.asdict(params)})
     (out_dir / "table.md").write_text("Realism not scored in this profile "
