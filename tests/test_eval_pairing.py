@@ -364,6 +364,35 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
     assert len(episodes) == 5 * len(users) * len(ENVS) * 2
 
 
+def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
+    import mimesis.rl.frozen_user
+    from mimesis.eval.agent_run import run_agent_evaluation
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the frozen simulator was loaded")
+
+    monkeypatch.setattr(mimesis.rl.frozen_user, "load_user", no_load)
+
+    train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
+    for folder in (train / "grpo", sft):
+        _tiny_adapter(folder)
+    p = AgentEvaluateParams(
+        envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=8, max_completion_tokens=256,
+        n_bootstrap=50, user=_user_sampling(), base=False, csd=False, train_agent_arms=["grpo"],
+        frozen_user=False, unseen_users=[{"name": "agenda", "kind": "agenda"}],
+        comparisons=[["grpo", "sft"]])
+    out = tmp_path / "evaluate_agents"
+    metrics = run_agent_evaluation(_frozen(tmp_path / "freeze_user"),
+                                   agent_sources(train, distill, sft, p), tmp_path / "unused.jsonl",
+                                   out, p)
+    assert list(metrics["by_agent"]) == ["sft", "grpo"]
+    assert set(metrics["by_agent"]["grpo"]) == {"agenda"}
+    assert set(metrics["diff"]["grpo-sft"]) == {"agenda"}
+    assert metrics["diff"]["grpo-sft"]["agenda"]["ALL"]["n"] == 2 * len(ENVS)
+    with pytest.raises(ValueError, match="no user to evaluate under"):
+        AgentEvaluateParams(frozen_user=False, unseen_users=[])
+
+
 def _user_sampling():
     from mimesis.rl.agent_training import UserSamplingParams
 

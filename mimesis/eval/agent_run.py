@@ -72,6 +72,8 @@ class AgentEvaluateParams(AgentEvalParams):
             arm sets it false).
         base: Evaluate the base model as the ``base`` agent (a profile that only compares trained
             arms sets it false: its episodes are the costliest, full-length every time).
+        frozen_user: Evaluate under the frozen training simulator (a profile that scores the
+            agents under unseen users only sets it false: no simulator is loaded then).
         comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
     """
 
@@ -82,10 +84,14 @@ class AgentEvaluateParams(AgentEvalParams):
     train_agent_arms: list[str] = field(default_factory=lambda: ["grpo-prompted", "grpo"])
     csd: bool = True  # evaluate the distill_agent arm (false where a profile disables that stage)
     base: bool = True  # evaluate the base model (false: only trained arms are compared)
+    frozen_user: bool = True  # evaluate under the frozen simulator (false: unseen users only)
     comparisons: list[list[str]] = field(default_factory=_default_comparisons)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not self.frozen_user and not self.unseen_users:
+            raise ValueError("no user to evaluate under: frozen_user is false and unseen_users "
+                             "is empty")
         names = self.agent_names()
         if len(set(names)) != len(names):
             raise ValueError(f"agent names must be unique: {names}")
@@ -267,9 +273,11 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     check_arms(agents, p)
     sim_dir = freeze_user_dir / "simulator"
     unseen = build_unseen(p.unseen_users, sim_dir, corpus=corpus, max_turns=p.max_turns)
-    frozen = load_user(freeze_user_dir, AgentRLParams(dtype=p.dtype, user=p.user,
-                                                       max_turns=p.max_turns, seed=p.seed))
-    users = {TRAINING_USER: frozen.simulator, **unseen}
+    users = dict(unseen)
+    if p.frozen_user:
+        frozen = load_user(freeze_user_dir, AgentRLParams(dtype=p.dtype, user=p.user,
+                                                           max_turns=p.max_turns, seed=p.seed))
+        users = {TRAINING_USER: frozen.simulator, **unseen}
     loaders = {name: (lambda name=name: load_agent("base" if name == BASE_AGENT else "adapter",
                                                    agents[name], p.dtype))
                for name in agents}
