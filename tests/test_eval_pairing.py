@@ -372,7 +372,6 @@ def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
         raise AssertionError("the frozen simulator was loaded")
 
     monkeypatch.setattr(mimesis.rl.frozen_user, "load_user", no_load)
-
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):
         _tiny_adapter(folder)

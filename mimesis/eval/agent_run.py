@@ -273,11 +273,11 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     check_arms(agents, p)
     sim_dir = freeze_user_dir / "simulator"
     unseen = build_unseen(p.unseen_users, sim_dir, corpus=corpus, max_turns=p.max_turns)
-    users = dict(unseen)
+    users = {}  # the training simulator first: the table's first user column
     if p.frozen_user:
-        frozen = load_user(freeze_user_dir, AgentRLParams(dtype=p.dtype, user=p.user,
-                                                           max_turns=p.max_turns, seed=p.seed))
-        users = {TRAINING_USER: frozen.simulator, **unseen}
+        users[TRAINING_USER] = load_user(freeze_user_dir, AgentRLParams(
+            dtype=p.dtype, user=p.user, max_turns=p.max_turns, seed=p.seed)).simulator
+    users.update(unseen)
     loaders = {name: (lambda name=name: load_agent("base" if name == BASE_AGENT else "adapter",
                                                    agents[name], p.dtype))
                for name in agents}
