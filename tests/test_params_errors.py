@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,10 @@ def project(tmp_path: Path) -> Path:
     """dvc.yaml + params.yaml of the repo, and an earlier run's outputs of the agent stages."""
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, tmp_path / name)
+    # `mimesis run --profile X` rewrites the checkout's profile line; these tests edit the base
+    # sections, which a profile's overrides (cpu-long's envs) would otherwise hide
+    params = tmp_path / "params.yaml"
+    params.write_text(re.sub(r"(?m)^profile: .*$", "profile: default", params.read_text()))
     for stage in ("train_agent", "distill_agent"):
         (tmp_path / "data" / stage).mkdir(parents=True)
         (tmp_path / "data" / stage / "meta.json").write_text("{}")
