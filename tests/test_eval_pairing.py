@@ -332,6 +332,10 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", train / "grpo-prompted", distill, sft):
         _tiny_adapter(folder)
+    # The control arm trained against the prompted base model: the "prompted-tiny" user below.
+    meta = json.loads((train / "grpo-prompted" / "meta.json").read_text())
+    meta["user"] = {"kind": "prompted", "model": "tiny-llama", "prompt_style": "prompted_user"}
+    (train / "grpo-prompted" / "meta.json").write_text(json.dumps(meta))
     corpus = tmp_path / "test.jsonl"
     write_jsonl(corpus, [Conversation(id="c", turns=[Turn(role="user", text="is it big?"),
                                                      Turn(role="assistant", text="What?"),
@@ -358,6 +362,22 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
     assert {"rows", "success_thresholds"} <= set(report)
     table = (out / "agents.md").read_text()
     assert "## Paired differences" in table and "| grpo − grpo-prompted |" in table
+    # Scored under its own training user, the control is marked and that user is not averaged
+    # into its unseen mean; the other arms keep both unseen users.
+    assert report["trained_against"] == {"grpo-prompted": ["prompted-tiny"]}
+    overall = {(r["agent"], r["simulator"]): r["mean_reward"] for r in report["rows"]
+               if r["env"] == "ALL"}
+    row = next(line for line in table.splitlines() if line.startswith("| grpo-prompted |"))
+    assert row.split(" | ")[3].endswith(" †")
+    assert row.split(" | ")[-1].rstrip(" |") == f"{overall['grpo-prompted', 'agenda']:.3f}"
+    row = next(line for line in table.splitlines() if line.startswith("| grpo |"))
+    assert "†" not in row and row.split(" | ")[-1].rstrip(" |") == (
+        f"{(overall['grpo', 'agenda'] + overall['grpo', 'prompted-tiny']) / 2:.3f}")
+    own = {(d["a"], d["b"], d["user"]): d["trained_against_user"] for d in report["comparisons"]
+           if d["env"] == "ALL"}
+    assert own["grpo", "grpo-prompted", "prompted-tiny"] == ["grpo-prompted"]
+    assert own["grpo", "grpo-prompted", "agenda"] == [] and own["grpo", "sft", "prompted-tiny"] == []
+    assert "| grpo − grpo-prompted | prompted-tiny († grpo-prompted) | ALL |" in table
     for name in ("agents.png", "agent_diffs.png"):
         assert (out / "plots" / name).stat().st_size > 1000
     episodes = (out / "agent_episodes.jsonl").read_text().splitlines()

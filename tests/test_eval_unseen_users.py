@@ -305,6 +305,24 @@ def test_accepts_other_models(training_dir, monkeypatch):
     assert list(sims) == ["tiny", "api", "agenda"]
 
 
+def test_an_agents_own_training_user_is_found_among_the_unseen_users():
+    configs = parse_unseen([
+        {"name": "agenda", "kind": "agenda"},
+        {"name": "p", "kind": "hf", "model": "smollm2-135m"},
+        {"name": "p-sim-prompt", "kind": "hf", "model": "smollm2-135m",
+         "prompt_style": "user_simulator"},
+        {"name": "api", "kind": "openai", "model": "gpt-x", "base_url": "http://h:1/v1/"},
+        {"name": "api-other", "kind": "openai", "model": "gpt-x", "base_url": "http://h:2/v1"}])
+    found = simulator_identity.trained_against
+    prompted = {"kind": "prompted", "model": "smollm2-135m", "prompt_style": "prompted_user"}
+    assert found(prompted, configs) == ["p"]  # another prompt is another user
+    assert found({**prompted, "model": "tiny-llama"}, configs) == []
+    assert found({"kind": "openai", "model": "gpt-x", "base_url": "http://h:1/v1",
+                  "prompt_style": "prompted_user"}, configs) == ["api"]
+    assert found({"kind": "frozen", "weights_fingerprint": "ab"}, configs) == []
+    assert found(None, configs) == []
+
+
 def test_doctests():
     assert doctest.testmod(uu).failed == 0
     assert doctest.testmod(offline_users).failed == 0

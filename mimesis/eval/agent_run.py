@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,21 @@ class AgentEvaluateParams(AgentEvalParams):
 # ----------------------------------------------------------------------------- arms
 def _meta(stage_dir: Path) -> dict[str, Any]:
     return json.loads((Path(stage_dir) / "meta.json").read_text())
+
+
+def seen_users(agents: Mapping[str, str | Path], unseen_users: Sequence[Any]
+               ) -> dict[str, list[str]]:
+    """Agent → the unseen users it trained against (its stage ``meta.json`` ``user``, matched
+    by :func:`~mimesis.eval.simulator_identity.trained_against`); agents that met none are
+    left out. The ``grpo-prompted`` control trained against the prompted base model, so an
+    ``hf`` unseen user with that model and prompt is its own training user."""
+    from mimesis.eval.simulator_identity import trained_against
+    from mimesis.eval.unseen_users import parse_unseen
+
+    configs = parse_unseen(unseen_users)
+    seen = {name: trained_against(_meta(src).get("user"), configs)
+            for name, src in agents.items() if name != BASE_AGENT}
+    return {name: users for name, users in seen.items() if users}
 
 
 def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
@@ -295,12 +310,16 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     finally:
         release(unseen)
     diffs = paired_differences(outcomes, p.comparisons, p.n_bootstrap, p.ci, p.seed)
+    seen = seen_users(agents, p.unseen_users)
+    for d in diffs:  # a pair scored under one arm's own training user is not an unseen test
+        d["trained_against_user"] = [x for x in (d["a"], d["b"]) if d["user"] in seen.get(x, ())]
     write_jsonl(out_dir / "agent_episodes.jsonl", episodes)
     (out_dir / "agents.json").write_text(json.dumps(_no_nan(
-        {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS}),
-        indent=1))
-    (out_dir / "agents.md").write_text(agent_table_markdown(rows, training=TRAINING_USER) + "\n"
-                                       + comparison_table_markdown(diffs))
+        {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS,
+         "trained_against": seen}), indent=1))
+    (out_dir / "agents.md").write_text(
+        agent_table_markdown(rows, training=TRAINING_USER, trained_against=seen) + "\n"
+        + comparison_table_markdown(diffs))
     agent_plot(rows, out_dir / "plots" / "agents.png")
     diff_plot(diffs, out_dir / "plots" / "agent_diffs.png")
     by_agent: dict[str, Any] = {}

@@ -28,14 +28,19 @@ def _f(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None = None) -> str:
+def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None = None,
+                         trained_against: Mapping[str, Sequence[str]] | None = None) -> str:
     """Markdown: mean reward over envs (``ALL`` rows) as agent × user, then every row.
 
     Args:
         rows: :func:`evaluate_agents` rows (``ALL`` rows are computed when absent).
         training: Name of the training simulator; adds a column "mean over unseen users"
             (unweighted mean of the other users' ``ALL`` rewards).
+        trained_against: Agent → the listed users it trained against
+            (:func:`~mimesis.eval.agent_run.seen_users`): those cells are marked † and left
+            out of that agent's unseen mean, which is then over fewer users.
     """
+    seen = {a: set(users) for a, users in (trained_against or {}).items()}
     rows = list(rows)
     if not any(r["env"] == ALL_ENVS for r in rows):
         rows += overall_rows(rows)
@@ -48,11 +53,16 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
     lines = ["## Mean reward over environments (unweighted), by agent and user", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for a in agents:
-        cells = [_f(overall[a, s]["mean_reward"]) if (a, s) in overall else "–" for s in sims]
+        cells = [(_f(overall[a, s]["mean_reward"]) + (" †" if s in seen.get(a, ()) else ""))
+                 if (a, s) in overall else "–" for s in sims]
         if unseen:
-            vals = [overall[a, s]["mean_reward"] for s in unseen if (a, s) in overall]
+            vals = [overall[a, s]["mean_reward"] for s in unseen
+                    if (a, s) in overall and s not in seen.get(a, ())]
             cells.append(_f(float(np.mean(vals))) if vals else "–")
         lines.append("| " + " | ".join([a, *cells]) + " |")
+    if any(seen.get(a) for a in agents):
+        lines += ["", ("† the agent trained against this user (the prompted control's own "
+                       "user): not unseen for it, so left out of its unseen mean.")]
     head = ["agent", "user", "env", "n", "success", "success 95% CI", "mean reward",
             "reward 95% CI", "agent turns", "format", "ends " + "/".join(TERMINATIONS)]
     lines += ["", "## Per environment", "",
@@ -82,9 +92,13 @@ def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
     head = ["a − b", "user", "env", "n", "Δ mean reward", "95% CI", "verdict", "Δ success",
             "95% CI", "verdict"]
 
+    def user(d: Mapping[str, Any]) -> str:
+        own = d.get("trained_against_user") or []
+        return d["user"] + (f" († {', '.join(own)})" if own else "")
+
     def table(rows: list[Mapping[str, Any]]) -> list[str]:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *(
-            "| " + " | ".join([f"{d['a']} − {d['b']}", d["user"], d["env"], str(d["n"]),
+            "| " + " | ".join([f"{d['a']} − {d['b']}", user(d), d["env"], str(d["n"]),
                                *_diff_cell(d, "mean_reward"), *_diff_cell(d, "success_rate")])
             + " |" for d in rows)]
 
@@ -95,6 +109,9 @@ def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
                    "agents; ALL: resampled within each env, env means averaged). Verdict: real "
                    "when the 95% CI excludes 0, else noise (also with fewer than 2 scenarios: "
                    "no CI).")]
+    if any(d.get("trained_against_user") for d in diffs):
+        lines += ["", ("user († agent): that agent trained against this user, so the pair is "
+                       "not compared under an unseen user there.")]
     return "\n".join(lines) + "\n"
 
 

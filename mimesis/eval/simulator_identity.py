@@ -2,12 +2,14 @@
 
 Names (its registered model name, alias and ``name@alias`` forms) and weights (the sha256 of
 every weight file, from its ``meta.json``). Used by :mod:`mimesis.eval.unseen_users`.
+:func:`trained_against` finds the unseen users an agent did meet in training (the prompted
+control arm's user), so the agent table keeps them out of that agent's unseen mean.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,43 @@ def hf_refusal(model_dir: Path, training_simulator_dir: Path, meta: Mapping[str,
         if sha256_file(path) in weights:
             return f"{path} has the sha256 of a training simulator weight file"
     return None
+
+
+def trained_against(training_user: Mapping[str, Any] | None, configs: Sequence[Any]) -> list[str]:
+    """Names of the unseen-user ``configs`` that are the user an agent trained against.
+
+    An agent trained against the prompted base model (the ``grpo-prompted`` control) has met
+    an ``hf`` entry with the same model and prompt style; scored under it, that user is not
+    unseen for this agent, and averaging it into the agent's "unseen" mean hands the control a
+    home advantage. Same for an ``openai`` entry with the training arm's model and endpoint.
+
+    Args:
+        training_user: The ``user`` entry of the agent stage's ``meta.json``
+            (:func:`mimesis.rl.training_user.describe`: ``kind``, ``model``, ``prompt_style``,
+            ``base_url``); ``None`` for an agent that trained against no user (the base model).
+        configs: :class:`~mimesis.eval.unseen_users.UnseenUserConfig` entries.
+
+    >>> from types import SimpleNamespace as C
+    >>> users = [C(name="agenda", kind="agenda", model="", prompt_style="prompted_user",
+    ...            base_url=""),
+    ...          C(name="p", kind="hf", model="smollm2-135m", prompt_style="prompted_user",
+    ...            base_url="")]
+    >>> trained_against({"kind": "prompted", "model": "smollm2-135m",
+    ...                  "prompt_style": "prompted_user"}, users)
+    ['p']
+    >>> trained_against({"kind": "frozen", "weights_fingerprint": "ab"}, users)
+    []
+    """
+    if not training_user:
+        return []
+    kind = training_user.get("kind")
+    model = str(training_user.get("model") or "").rstrip("/")
+    if kind == "prompted":
+        style = training_user.get("prompt_style") or "prompted_user"
+        return [c.name for c in configs if c.kind == "hf" and c.model.rstrip("/") == model
+                and c.prompt_style == style]
+    if kind in ("openai", "served"):
+        url = str(training_user.get("base_url") or "").rstrip("/")
+        return [c.name for c in configs if c.kind == "openai" and c.model.rstrip("/") == model
+                and (c.base_url or "").rstrip("/") == url]
+    return []
