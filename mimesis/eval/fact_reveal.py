@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from mimesis.envs.registry import GROUNDING_SEED
 from mimesis.eval.agent_stats import bootstrap_ci
@@ -202,17 +203,22 @@ def run_fact_reveal(freeze_user_dir: Path, out_dir: Path, p: FactRevealParams) -
     probes = {env: env_probes(env, p) for env in p.envs}
     results: dict[str, dict[str, Any]] = {}
     rows_out: list[dict[str, Any]] = []
-    for name, load in build_users(freeze_user_dir, p).items():
+    users = build_users(freeze_user_dir, p)
+    bar = tqdm(total=len(users) * len(p.envs), desc="fact reveal", unit="env")
+    for name, load in users.items():
         simulator, rows = load(), []
         for env in p.envs:  # restarted per env: an env's replies do not depend on the others'
+            bar.set_postfix_str(f"{name} / {env}")
             reseed_user(simulator, p.seed)
             rows += play(simulator, probes[env])
+            bar.update()
         release({name: simulator})
         del simulator
         gc.collect()
         results[name] = {env: summarize([r for r in rows if r["env"] == env], p.n_bootstrap,
                                         p.examples) for env in p.envs}
         rows_out += [{"user": name, **r} for r in rows]
+    bar.close()
     report = {"params": asdict(p), "results": results, "rows": rows_out,
               "seconds": round(time.time() - started, 1)}
     out_dir.mkdir(parents=True, exist_ok=True)
