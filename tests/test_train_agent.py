@@ -234,6 +234,23 @@ def test_held_out_environments_are_refused_for_training():
         "FunctionGym"]
 
 
+def test_overfitting_check_replays_the_first_scenarios_every_step():
+    from mimesis.rl.agent_training import DynamicSamplingParams
+    from mimesis.rl.scenarios import scenario_specs
+
+    off = DynamicSamplingParams(enabled=False)
+    p = data.small_params(envs=["FunctionGym", "TravelGym"], steps=3, scenarios_per_step=2,
+                          overfit_scenarios=2, dynamic_sampling=off)
+    specs = scenario_specs(p)
+    assert [(s.env, s.seed) for s in specs] == [("FunctionGym", 0), ("TravelGym", 1)] * 3
+    normal = scenario_specs(replace(p, overfit_scenarios=0))
+    assert len({(s.env, s.seed) for s in normal}) == 6 and normal[:2] == specs[:2]
+    with pytest.raises(ValueError, match="turn dynamic_sampling off"):
+        data.small_params(overfit_scenarios=2)  # fresh replacements would defeat the replay
+    with pytest.raises(ValueError, match="overfit_scenarios must be >= 0"):
+        data.small_params(overfit_scenarios=-1, dynamic_sampling=off)
+
+
 def test_agent_evaluation_params_refuse_unknown_environments():
     from mimesis.eval.agents import AgentEvalParams
 

@@ -194,7 +194,8 @@ def trained_specs(stage_dir: Path) -> list:
 # the same number and size of steps and the same turn budgets; only the user or the loss differs.
 RL_BUDGET_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "group_size",
                   "max_turns", "max_new_tokens", "max_completion_tokens", "temperature",
-                  "learning_rate", "iterations", "scenario_seed", "seed", "dynamic_sampling")
+                  "learning_rate", "iterations", "scenario_seed", "seed", "dynamic_sampling",
+                  "overfit_scenarios")
 
 
 def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> None:

@@ -80,6 +80,8 @@ class AgentRLParams:
     save_steps: int = 1  # checkpoint every N steps (resume granularity)
     keep_checkpoints: bool = False
     scenario_seed: int = 0  # seed of the first scenario (consecutive seeds after it)
+    # > 0: every step replays the first N scenarios (a check that GRPO learns what it sees)
+    overfit_scenarios: int = 0
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
     # agent rollout tokens: cpu (TokenSampler) | vllm-colocate | vllm-server (mimesis.rl.generators)
     generator: str = "cpu"
@@ -110,6 +112,11 @@ class AgentRLParams:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
         if not 0 < self.vllm_gpu_memory_utilization <= 1 or not 0 < self.vllm_server_port < 65536:
             raise ValueError("need 0 < vllm_gpu_memory_utilization <= 1 and a valid port")
+        if self.overfit_scenarios < 0:
+            raise ValueError("overfit_scenarios must be >= 0 (0 = off)")
+        if self.overfit_scenarios and self.dynamic_sampling.enabled:
+            raise ValueError("overfit_scenarios replays fixed scenarios: turn dynamic_sampling "
+                             "off (it would bring fresh ones)")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError("dtype must be float32, bfloat16 or float16")
         from mimesis.envs.registry import check_envs

@@ -34,6 +34,11 @@ class ScenarioStream:
     (:func:`~mimesis.envs.registry.task_indices`), so evaluation tasks are never trained on.
     ``env_kwargs[env]`` goes to the env's constructor (e.g. a shorter TauGym policy).
 
+    With ``overfit_scenarios = N > 0`` position ``i`` is position ``i mod N``: every step
+    replays the same N scenarios. That is a check, not training: GRPO should raise the reward of
+    scenarios it sees again (the optimiser, advantages and credit work) even when nothing
+    carries over to held-out scenarios.
+
     The first ``steps × scenarios_per_step`` positions are the dataset of the run; dynamic
     sampling draws its replacements with :meth:`fresh` from the positions after them, so a run
     that resamples still plays only training scenarios, and ``drawn`` (recorded in the stage's
@@ -55,6 +60,8 @@ class ScenarioStream:
         from mimesis.envs.registry import task_indices
 
         p = self.p
+        # The overfitting check (AgentRLParams.overfit_scenarios) replays the first N positions.
+        i = i % p.overfit_scenarios if getattr(p, "overfit_scenarios", 0) else i
         env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
         options = {}
         if self.counts[env] is not None:
