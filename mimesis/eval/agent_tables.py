@@ -61,8 +61,9 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
             cells.append(_f(float(np.mean(vals))) if vals else "–")
         lines.append("| " + " | ".join([a, *cells]) + " |")
     if any(seen.get(a) for a in agents):
-        lines += ["", ("† the agent trained against this user (the prompted control's own "
-                       "user): not unseen for it, so left out of its unseen mean.")]
+        lines += ["", ("† the agent trained against this user (e.g. the prompted control "
+                       "against the prompted model): not unseen for it, so left out of its "
+                       "unseen mean.")]
     head = ["agent", "user", "env", "n", "success", "success 95% CI", "mean reward",
             "reward 95% CI", "agent turns", "format", "ends " + "/".join(TERMINATIONS)]
     lines += ["", "## Per environment", "",
