@@ -15,7 +15,14 @@ from rich.console import Console
 from rich.table import Table
 
 from mimesis.params import PROFILES, ParamsError, set_profile
-from mimesis.pipeline import STAGES, StageResult, check_params, run_stage, stale_reason
+from mimesis.pipeline import (
+    STAGES,
+    StageResult,
+    check_params,
+    closing_line,
+    run_stage,
+    stale_reason,
+)
 
 app = typer.Typer(help="MIMESIS: learn user simulators from real conversations.",
                   no_args_is_help=True, add_completion=False)
@@ -77,7 +84,9 @@ def run(
     start = time.perf_counter()
     active = profile or _active_profile(root)
     results = pipeline(root=str(root), profile=active, stages=selected, force=force)
-    console.print(_table(results, time.perf_counter() - start))
+    total = time.perf_counter() - start
+    console.print(_table(results, total))
+    console.print(closing_line(root, results, total, active), soft_wrap=True)
 
 
 def _local_flow(root: Path):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-PROFILES = ("default", "smoke", "gpu", "cpu-long")
+PROFILES = ("default", "smoke", "full", "claim", "gpu")
 T = TypeVar("T")
 
 

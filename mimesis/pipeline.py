@@ -154,3 +154,24 @@ def run_stage(root: Path, name: str, force: bool = False, launcher: str = "") ->
         with Repo(str(root)) as repo:
             repo.commit(target=name, force=True)
     return StageResult(name, ran=True, seconds=time.perf_counter() - start, reason=reason)
+
+
+def closing_line(root: Path, results: list[StageResult], total_seconds: float, profile: str) -> str:
+    """The run's last log line: profile, total and per-stage minutes, and what the agent
+    comparisons can say (the ``note`` that ``evaluate_agents`` wrote to its metrics.json: their
+    n, the smallest detectable effect, and whether they are a smoke test or the claim).
+
+    >>> closing_line(Path("/nonexistent"), [StageResult("curate", True, 63.0, "")], 63.0, "smoke")
+    'mimesis run (profile smoke): 1.1 min | curate 1.1 min'
+    """
+    import json
+
+    stages = ", ".join(f"{r.name} {r.seconds / 60:.1f} min" if r.ran else f"{r.name} up to date"
+                       for r in results)
+    line = f"mimesis run (profile {profile}): {total_seconds / 60:.1f} min | {stages}"
+    metrics = Path(root) / "data" / "evaluate_agents" / "metrics.json"
+    if any(r.name == "evaluate_agents" for r in results) and metrics.is_file():
+        note = (json.loads(metrics.read_text()).get("agents") or {}).get("note")
+        if note:
+            line += f" | agents: {note}"
+    return line

@@ -92,12 +92,12 @@ def test_evaluate_user_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, froz
 
 
 def test_disabled_evaluate_user_writes_its_declared_outputs_and_loads_nothing(tmp_path):
-    # a profile that only trains agents (cpu-long) skips realism: the stage must still leave
+    # a profile that only trains agents (claim) skips realism: the stage must still leave
     # every output dvc.yaml declares, say so, and never touch the (here missing) inputs
     out_dir = tmp_path / "evaluate_user"
-    params = EvaluateUserParams(enabled=False, profile="cpu-long")
+    params = EvaluateUserParams(enabled=False, profile="claim")
     assert run(tmp_path / "no_freeze_user", tmp_path / "no_label", out_dir, params) == out_dir
     metrics = json.loads((out_dir / "metrics.json").read_text())
-    assert metrics["enabled"] is False and metrics["params"]["profile"] == "cpu-long"
+    assert metrics["enabled"] is False and metrics["params"]["profile"] == "claim"
     assert "not scored" in (out_dir / "table.md").read_text()
     assert (out_dir / "generations.jsonl").read_text() == "" and (out_dir / "plots").is_dir()

@@ -24,7 +24,7 @@ def project(tmp_path: Path) -> Path:
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, tmp_path / name)
     # `mimesis run --profile X` rewrites the checkout's profile line; these tests edit the base
-    # sections, which a profile's overrides (cpu-long's envs) would otherwise hide
+    # sections, which a profile's overrides (claim's envs) would otherwise hide
     params = tmp_path / "params.yaml"
     params.write_text(re.sub(r"(?m)^profile: .*$", "profile: default", params.read_text()))
     for stage in ("train_agent", "distill_agent"):

@@ -207,9 +207,8 @@ def test_params_yaml_sections_build(profile):
             "max_completion_tokens", "learning_rate", "scenario_seed", "seed", "envs",
             "dynamic_sampling", "user", "temperature", "micro_batch")
     assert {k: getattr(distill, k) for k in same} == {k: getattr(train, k) for k in same}
-    arms = ["grpo"] if profile == "cpu-long" else ["grpo", "grpo-prompted"]  # one long arm
-    assert [a["name"] for a in train.arms] == arms
-    assert distill.enabled == (profile != "cpu-long")
+    assert [a["name"] for a in train.arms] == ["grpo", "grpo-prompted"]
+    assert distill.enabled == (profile != "claim")  # the claim compares the two GRPO arms
     if profile == "smoke":
         assert train.base_model == "tiny-llama"
     assert replace(train, steps=1).steps == 1

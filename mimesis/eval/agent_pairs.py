@@ -143,7 +143,8 @@ def paired_differences(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[
         ``user``, ``env``, ``n`` (episode pairs), ``n_scenarios``, and for each of
         ``mean_reward`` and ``success_rate``: the difference, ``<metric>_ci_low``,
         ``<metric>_ci_high``, ``<metric>_verdict`` and each arm's own value
-        (``<metric>_a``, ``<metric>_b``; unweighted over envs for ``ALL``).
+        (``<metric>_a``, ``<metric>_b``; unweighted over envs for ``ALL``); ``mde`` and
+        ``mde_worst`` of the mean reward (:func:`detectable`, at 80% power).
 
     Raises:
         ValueError: an agent of a comparison has no rows, or the two agents' episodes do not
@@ -171,6 +172,8 @@ def paired_differences(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[
                      for m in METRICS}
             for env in [*envs, ALL_ENVS]:
                 inside = envs if env == ALL_ENVS else [env]
+                deltas = {e: np.subtract(per["a", "mean_reward"][e], per["b", "mean_reward"][e])
+                          for e in inside}
                 row: dict[str, Any] = {
                     "a": a, "b": b, "user": user, "env": env,
                     "n": sum(len(eps) for e in inside for eps in ca[e].values()),
@@ -182,16 +185,38 @@ def paired_differences(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[
                                                            for e in inside]))
                     row.update({m: diff, f"{m}_ci_low": lo, f"{m}_ci_high": hi,
                                 f"{m}_verdict": verdict(lo, hi)})
+                row.update(detectable(deltas, 1 - ci))
                 out.append(row)
     return out
 
 
+def detectable(deltas: Mapping[str, Sequence[float]], alpha: float = 0.05,
+               power: float = 0.8) -> dict[str, float]:
+    """The smallest mean-reward difference a comparison detects (:mod:`mimesis.eval.power`).
+
+    Args:
+        deltas: Env → one paired difference ``a − b`` per scenario (reward units).
+        alpha / power: Of the two-sided test.
+
+    Returns:
+        ``mde`` (from the observed spread of the paired differences; an env with one scenario
+        counts at the worst case) and ``mde_worst`` (any spread a [0, 1] reward allows), both at
+        ``power`` and level ``alpha``.
+    """
+    from mimesis.eval.power import mde, paired_se, worst_case_mde
+
+    se, df = paired_se(deltas)
+    return {"mde": mde(se, df, alpha, power),
+            "mde_worst": worst_case_mde({e: len(d) for e, d in deltas.items()}, alpha, power)}
+
+
 def diff_metrics(diffs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The numbers of :func:`paired_differences` rows for ``metrics.json`` (and so MLflow):
-    ``{"<a>-<b>": {user: {env: {n, mean_reward, mean_reward_ci_low, mean_reward_ci_high,
-    success_rate, success_rate_ci_low, success_rate_ci_high}}}}``."""
+    ``{"<a>-<b>": {user: {env: {n, n_scenarios, mde, mde_worst, mean_reward, mean_reward_ci_low,
+    mean_reward_ci_high, success_rate, success_rate_ci_low, success_rate_ci_high}}}}``."""
     out: dict[str, Any] = {}
-    keys = ("n", *(f"{m}{s}" for m in METRICS for s in ("", "_ci_low", "_ci_high")))
+    keys = ("n", "n_scenarios", "mde", "mde_worst",
+            *(f"{m}{s}" for m in METRICS for s in ("", "_ci_low", "_ci_high")))
     for d in diffs:
         out.setdefault(f"{d['a']}-{d['b']}", {}).setdefault(d["user"], {})[d["env"]] = {
             k: d[k] for k in keys}

@@ -57,6 +57,9 @@ def _default_comparisons() -> list[list[str]]:
     return [["sft", "base"], ["grpo", "sft"], ["grpo", "grpo-prompted"], ["csd", "grpo"]]
 
 
+PURPOSES = ("smoke", "claim")
+
+
 @dataclass(frozen=True)
 class AgentEvaluateParams(AgentEvalParams):
     """params.yaml ``evaluate_agents.agents``: :class:`~mimesis.eval.agents.AgentEvalParams` plus what
@@ -75,9 +78,12 @@ class AgentEvaluateParams(AgentEvalParams):
         frozen_user: Evaluate under the frozen training simulator (a profile that scores the
             agents under unseen users only sets it false: no simulator is loaded then).
         comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
+        purpose: ``smoke`` (the report says its comparisons test the machinery: sized to run,
+            not to resolve an effect) or ``claim`` (they are the experiment).
     """
 
     enabled: bool = True
+    purpose: str = "smoke"
     dtype: str = "float32"
     user: UserSamplingParams = field(default_factory=UserSamplingParams)
     unseen_users: list[dict[str, Any]] = field(default_factory=_default_unseen)
@@ -89,6 +95,8 @@ class AgentEvaluateParams(AgentEvalParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.purpose not in PURPOSES:
+            raise ValueError(f"purpose must be one of {PURPOSES}, got {self.purpose!r}")
         if not self.frozen_user and not self.unseen_users:
             raise ValueError("no user to evaluate under: frozen_user is false and unseen_users "
                              "is empty")
@@ -277,6 +285,7 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         agent_plot,
         agent_table_markdown,
         comparison_table_markdown,
+        detectability_note,
         diff_plot,
     )
     from mimesis.eval.agents import evaluate_agents, load_agent
@@ -318,9 +327,10 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     (out_dir / "agents.json").write_text(json.dumps(_no_nan(
         {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS,
          "trained_against": seen}), indent=1))
+    note = detectability_note(diffs, p.purpose)
     (out_dir / "agents.md").write_text(
-        agent_table_markdown(rows, training=TRAINING_USER, trained_against=seen) + "\n"
-        + comparison_table_markdown(diffs))
+        note + "\n\n" + agent_table_markdown(rows, training=TRAINING_USER, trained_against=seen)
+        + "\n" + comparison_table_markdown(diffs))
     agent_plot(rows, out_dir / "plots" / "agents.png")
     diff_plot(diffs, out_dir / "plots" / "agent_diffs.png")
     by_agent: dict[str, Any] = {}
@@ -328,7 +338,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         by_agent.setdefault(row["agent"], {}).setdefault(row["simulator"], {})[row["env"]] = {
             k: row.get(k) for k in ("success_rate", "mean_reward", "n", "format_compliance",
                                     "mean_turns")}
-    return _no_nan({"by_agent": by_agent, "diff": diff_metrics(diffs),
+    return _no_nan({"by_agent": by_agent, "diff": diff_metrics(diffs), "purpose": p.purpose,
+                    "note": note.replace("**", ""),
                     "seconds": round(time.perf_counter() - started, 1)})
 
 

@@ -87,11 +87,41 @@ def _diff_cell(d: Mapping[str, Any], metric: str) -> list[str]:
             d[f"{metric}_verdict"]]
 
 
+def detectability_note(diffs: Sequence[Mapping[str, Any]], purpose: str = "smoke") -> str:
+    """One paragraph: what the comparisons of this run can detect (n, MDE at 80% power).
+
+    Args:
+        diffs: :func:`~mimesis.eval.agent_pairs.paired_differences` rows (their ``ALL`` rows).
+        purpose: ``smoke`` says the comparisons are a smoke test of the machinery; ``claim``
+            states the same figures as the experiment's.
+
+    Returns:
+        Markdown, one paragraph; empty when there is no comparison.
+    """
+    overall = [d for d in diffs if d["env"] == ALL_ENVS]
+    if not overall:
+        return ""
+    ns = sorted({d["n_scenarios"] for d in overall})
+    eps = sorted({d["n"] for d in overall})
+    observed = [d["mde"] for d in overall if math.isfinite(d["mde"])]
+    worst = max(d["mde_worst"] for d in overall)
+    n_txt = "/".join(map(str, ns))
+    sizes = (f"each comparison pairs n = {n_txt} scenarios ({'/'.join(map(str, eps))} episode "
+             f"pairs) under each user; the smallest mean-reward difference it detects at 80% "
+             f"power (two-sided, 5%) is {min(observed):.2f}–{max(observed):.2f} from the spread "
+             f"observed here, {worst:.2f} whatever the spread")
+    if purpose == "smoke":
+        return (f"**Smoke test of the machinery, not a test of the agent claim:** {sizes}. "
+                "Differences smaller than that read as noise; the `claim` profile is sized for "
+                "the claim (docs/claim.md).")
+    return f"**Detectable effects:** {sizes}."
+
+
 def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
     """Markdown: the paired differences (:func:`~mimesis.eval.agent_pairs.paired_differences`
     rows), over envs first (``ALL``), then per env."""
-    head = ["a − b", "user", "env", "n", "Δ mean reward", "95% CI", "verdict", "Δ success",
-            "95% CI", "verdict"]
+    head = ["a − b", "user", "env", "n", "Δ mean reward", "95% CI", "verdict", "MDE",
+            "Δ success", "95% CI", "verdict"]
 
     def user(d: Mapping[str, Any]) -> str:
         own = d.get("trained_against_user") or []
@@ -100,7 +130,8 @@ def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
     def table(rows: list[Mapping[str, Any]]) -> list[str]:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *(
             "| " + " | ".join([f"{d['a']} − {d['b']}", user(d), d["env"], str(d["n"]),
-                               *_diff_cell(d, "mean_reward"), *_diff_cell(d, "success_rate")])
+                               *_diff_cell(d, "mean_reward"), _f(d.get("mde", math.nan), 2),
+                               *_diff_cell(d, "success_rate")])
             + " |" for d in rows)]
 
     lines = ["## Paired differences between agents (same scenarios, same user seeds)", "",
@@ -109,7 +140,8 @@ def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
     lines += ["", ("Paired bootstrap over scenarios (the same resampled scenarios for both "
                    "agents; ALL: resampled within each env, env means averaged). Verdict: real "
                    "when the 95% CI excludes 0, else noise (also with fewer than 2 scenarios: "
-                   "no CI).")]
+                   "no CI). MDE: the smallest Δ mean reward detectable at 80% power from the "
+                   "observed spread of the paired differences (docs/metrics.md).")]
     if any(d.get("trained_against_user") for d in diffs):
         lines += ["", ("user († agent): that agent trained against this user, so the pair is "
                        "not compared under an unseen user there.")]
