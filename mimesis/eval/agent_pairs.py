@@ -144,7 +144,8 @@ def paired_differences(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[
         ``mean_reward`` and ``success_rate``: the difference, ``<metric>_ci_low``,
         ``<metric>_ci_high``, ``<metric>_verdict`` and each arm's own value
         (``<metric>_a``, ``<metric>_b``; unweighted over envs for ``ALL``); ``mde`` and
-        ``mde_worst`` of the mean reward (:func:`detectable`, at 80% power).
+        ``mde_worst`` of the mean reward and ``success_mde`` of the success rate
+        (:func:`detectable`, at 80% power).
 
     Raises:
         ValueError: an agent of a comparison has no rows, or the two agents' episodes do not
@@ -186,6 +187,9 @@ def paired_differences(rows: Sequence[Mapping[str, Any]], comparisons: Sequence[
                     row.update({m: diff, f"{m}_ci_low": lo, f"{m}_ci_high": hi,
                                 f"{m}_verdict": verdict(lo, hi)})
                 row.update(detectable(deltas, 1 - ci))
+                successes = {e: np.subtract(per["a", "success_rate"][e], per["b", "success_rate"][e])
+                             for e in inside}
+                row["success_mde"] = detectable(successes, 1 - ci)["mde"]
                 out.append(row)
     return out
 
@@ -212,12 +216,62 @@ def detectable(deltas: Mapping[str, Sequence[float]], alpha: float = 0.05,
 
 def diff_metrics(diffs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The numbers of :func:`paired_differences` rows for ``metrics.json`` (and so MLflow):
-    ``{"<a>-<b>": {user: {env: {n, n_scenarios, mde, mde_worst, mean_reward, mean_reward_ci_low,
+    ``{"<a>-<b>": {user: {env: {n, n_scenarios, mde, mde_worst, success_mde, mean_reward, mean_reward_ci_low,
     mean_reward_ci_high, success_rate, success_rate_ci_low, success_rate_ci_high}}}}``."""
     out: dict[str, Any] = {}
-    keys = ("n", "n_scenarios", "mde", "mde_worst",
+    keys = ("n", "n_scenarios", "mde", "mde_worst", "success_mde",
             *(f"{m}{s}" for m in METRICS for s in ("", "_ci_low", "_ci_high")))
     for d in diffs:
         out.setdefault(f"{d['a']}-{d['b']}", {}).setdefault(d["user"], {})[d["env"]] = {
             k: d[k] for k in keys}
+    return out
+
+
+UNSEEN_MEAN = "unseen mean"
+
+
+def unseen_mean_rows(rows: Sequence[Mapping[str, Any]], users: Sequence[str]
+                     ) -> list[dict[str, Any]]:
+    """Outcome rows of a pseudo-user ``unseen mean``: per (agent, env, scenario, episode), the
+    mean reward and success over ``users``.
+
+    Every user plays the same scenarios with the same episode indices, so averaging over users
+    keeps the pairing by scenario: :func:`paired_differences` of these rows is the paired
+    difference of the users' mean, with its bootstrap CI over scenarios (the users' outcomes on
+    one scenario move together in each resample, as they are not independent).
+
+    Args:
+        rows: :func:`outcome_rows` of every (agent, user) run.
+        users: The users to average (at least 2; the training user and any user an arm trained
+            against are left out by the caller).
+
+    Returns:
+        Rows with ``user`` = :data:`UNSEEN_MEAN`; only (agent, env, scenario, episode) keys that
+        every one of ``users`` played.
+
+    Raises:
+        ValueError: fewer than 2 users, or a user with no rows.
+
+    >>> r = [{"agent": "x", "user": u, "env": "E", "scenario": "s", "episode": 0,
+    ...       "reward": v, "success": v} for u, v in (("p", 1.0), ("q", 0.0))]
+    >>> unseen_mean_rows(r, ["p", "q"])[0]["success"]
+    0.5
+    """
+    users = list(dict.fromkeys(users))
+    if len(users) < 2:
+        raise ValueError(f"an unseen-user mean needs at least 2 users, got {users}")
+    missing = sorted(set(users) - {r["user"] for r in rows})
+    if missing:
+        raise ValueError(f"no outcome rows for users {missing}")
+    cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for r in rows:
+        if r["user"] in users:
+            cells.setdefault((r["agent"], r["env"], r["scenario"], r["episode"]), {})[r["user"]] = r
+    out = []
+    for (agent, env, scenario, episode), by_user in cells.items():
+        if len(by_user) == len(users):
+            out.append({"agent": agent, "user": UNSEEN_MEAN, "env": env, "scenario": scenario,
+                        "episode": episode,
+                        "reward": float(np.mean([r["reward"] for r in by_user.values()])),
+                        "success": float(np.mean([r["success"] for r in by_user.values()]))})
     return out

@@ -24,8 +24,16 @@ Pairing: every (agent, user) run plays the same held-out scenarios
 from the same seed (:mod:`mimesis.eval.reseed`, caveat there); ``comparisons`` are reported as
 paired differences with paired bootstrap CIs (:mod:`mimesis.eval.agent_pairs`).
 
-Writes ``agents.md`` (per-agent table, then the paired differences), ``agents.json``
-(``{"rows", "comparisons", "success_thresholds"}``), ``plots/agents.png``,
+Besides each user, every comparison is also made under the ``unseen mean``: per scenario, the
+mean over the unseen users that no evaluated agent trained against
+(:func:`~mimesis.eval.agent_pairs.unseen_mean_rows`). The mechanism — elicitation per agent ×
+user (:mod:`mimesis.eval.elicitation`) and each RL arm's training-reward trend (its
+``meta.json`` ``reward_trend``) — is reported with them (:mod:`mimesis.eval.claim_report`).
+
+Writes ``agents.md`` (per-agent table, the paired differences, the claim section: first when
+``purpose`` is ``claim``), ``agents.json`` (``{"rows", "comparisons", "success_thresholds",
+"trained_against", "users_in_mean", "elicitation", "reward_trends"}``), the MLflow text
+artifact ``claim.md``, ``plots/agents.png``,
 ``plots/agent_diffs.png``, ``agent_episodes.jsonl`` (every episode, private user reasoning
 included, no token lists) and returns the metrics that go to ``metrics.json`` under ``agents``.
 """
@@ -211,7 +219,8 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
 
     Raises:
         ValueError: an arm trained on another base model or with another per-turn budget than
-            ``p.max_new_tokens``, a held-out scenario played in training, or a comparison naming
+            ``p.max_new_tokens``, an RL arm trained at other env settings (``env_kwargs``) than
+            the evaluation's, a held-out scenario played in training, or a comparison naming
             an agent not in ``sources``.
     """
     from mimesis.eval.agents import check_disjoint, heldout_specs
@@ -244,12 +253,51 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
                 for n, b in budget.items() if b != budget[first]}
         raise ValueError(f"the RL arms must share one training budget (same scenarios, seeds, "
                          f"steps): against {first!r} they differ in {diff}")
+    other_setting = [f"{n} {env}: trained {params['env_kwargs'].get(env, {})}, evaluated "
+                     f"{p.env_kwargs.get(env, {})}" for n, params in rl_arms.items()
+                     for env in params.get("envs", ()) if env in p.envs
+                     and "env_kwargs" in params
+                     and params["env_kwargs"].get(env, {}) != p.env_kwargs.get(env, {})]
+    if other_setting:
+        raise ValueError("the RL arms trained at other env settings than the evaluation uses "
+                         f"({'; '.join(other_setting)}): set evaluate_agents.agents.env_kwargs "
+                         "to train_agent's (a difficulty level train_agent selected is applied "
+                         "from <train_agent>/difficulty.json)")
     eval_specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
     for name, folder in arms.items():
         try:
             check_disjoint(eval_specs, trained_specs(folder))
         except ValueError as exc:
             raise ValueError(f"agent arm {name!r} ({folder}): {exc}") from None
+
+
+def with_trained_difficulty(p: AgentEvaluateParams, train_agent_dir: Path | None
+                            ) -> AgentEvaluateParams:
+    """``p`` evaluated at the difficulty level ``train_agent`` selected before RL.
+
+    ``<train_agent_dir>/difficulty.json`` (written by ``train_agent``: ``{"enabled": false}``
+    or ``{"enabled": true, "env", "env_kwargs", "selection"}``; docs/claim.md rule 1) names the
+    env settings every arm trained at; the held-out scenarios of that env are played at the same
+    settings. No file, ``enabled: false`` or an env the evaluation does not cover: ``p`` as is.
+
+    Raises:
+        ValueError: the file is not valid JSON or lacks ``env`` / ``env_kwargs``.
+    """
+    import dataclasses
+
+    path = None if train_agent_dir is None else Path(train_agent_dir) / "difficulty.json"
+    if path is None or not path.is_file():
+        return p
+    try:
+        chosen = json.loads(path.read_text())
+        if not chosen.get("enabled"):
+            return p
+        env, kwargs = chosen["env"], dict(chosen["env_kwargs"])
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a difficulty selection ({exc!r})") from None
+    if env not in p.envs:
+        return p
+    return dataclasses.replace(p, env_kwargs={**p.env_kwargs, env: kwargs})
 
 
 # ----------------------------------------------------------------------------- run
@@ -268,9 +316,11 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
 
     Returns:
         ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n, format_compliance,
-        mean_turns}}}}, "diff": {"<a>-<b>": {user: {env: {...}}}}, "seconds": s}``
-        (:func:`~mimesis.eval.agent_pairs.diff_metrics`; NaN as ``None``); the full rows go to
-        ``agents.json``.
+        mean_turns}}}}, "diff": {"<a>-<b>": {user: {env: {...}}}}, "mechanism": {...},
+        "seconds": s}`` (:func:`~mimesis.eval.agent_pairs.diff_metrics`, its users plus the
+        ``unseen mean`` of the users no agent trained against;
+        :func:`~mimesis.eval.claim_report.claim_metrics`; NaN as ``None``); the full rows go
+        to ``agents.json``.
 
     Raises:
         FrozenSimulatorError: the frozen simulator's files differ from its meta.json.
@@ -279,7 +329,12 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     """
     import time
 
-    from mimesis.eval.agent_pairs import diff_metrics, outcome_rows, paired_differences
+    from mimesis.eval.agent_pairs import (
+        diff_metrics,
+        outcome_rows,
+        paired_differences,
+        unseen_mean_rows,
+    )
     from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS
     from mimesis.eval.agent_tables import (
         agent_plot,
@@ -289,6 +344,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         diff_plot,
     )
     from mimesis.eval.agents import evaluate_agents, load_agent
+    from mimesis.eval.claim_report import CLAIM_TITLES, claim_markdown, claim_metrics
+    from mimesis.eval.elicitation import cells_from_records, elicitation_table
     from mimesis.eval.unseen_users import build_unseen, release
     from mimesis.io import write_jsonl
     from mimesis.rl.agent_training import AgentRLParams
@@ -323,14 +380,32 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     seen = seen_users(agents, p.unseen_users)
     for d in diffs:  # a pair scored under one arm's own training user is not an unseen test
         d["trained_against_user"] = [x for x in (d["a"], d["b"]) if d["user"] in seen.get(x, ())]
+    # The users' mean leaves out every user some agent trained against, for every comparison:
+    # one mean, the same users, so the comparisons stay comparable with each other.
+    in_mean = [u for u in users if u != TRAINING_USER
+               and not any(u in own for own in seen.values())]
+    if len(in_mean) >= 2:
+        diffs += [{**d, "trained_against_user": [], "users_in_mean": in_mean}
+                  for d in paired_differences(unseen_mean_rows(outcomes, in_mean), p.comparisons,
+                                              p.n_bootstrap, p.ci, p.seed)]
+    elicitation = elicitation_table(cells_from_records(episodes), n_bootstrap=p.n_bootstrap,
+                                    ci=p.ci, seed=p.seed)
+    trends = {name: _meta(agents[name]).get("reward_trend") for name in p.train_agent_arms
+              if name in agents}
     write_jsonl(out_dir / "agent_episodes.jsonl", episodes)
     (out_dir / "agents.json").write_text(json.dumps(_no_nan(
         {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS,
-         "trained_against": seen}), indent=1))
+         "trained_against": seen, "users_in_mean": in_mean, "elicitation": elicitation,
+         "reward_trends": trends}), indent=1))
     note = detectability_note(diffs, p.purpose)
-    (out_dir / "agents.md").write_text(
-        note + "\n\n" + agent_table_markdown(rows, training=TRAINING_USER, trained_against=seen)
-        + "\n" + comparison_table_markdown(diffs))
+    claim = claim_markdown(diffs, elicitation, trends, in_mean, TRAINING_USER,
+                           title=CLAIM_TITLES[p.purpose])
+    tables = (agent_table_markdown(rows, training=TRAINING_USER, trained_against=seen) + "\n"
+              + comparison_table_markdown(diffs))
+    # claim: the experiment's answer comes first; smoke: the machinery's tables, then the rest
+    body = claim + "\n" + tables if p.purpose == "claim" else tables + "\n" + claim
+    (out_dir / "agents.md").write_text(note + "\n\n" + body)
+    _log_text(claim, "claim.md")
     agent_plot(rows, out_dir / "plots" / "agents.png")
     diff_plot(diffs, out_dir / "plots" / "agent_diffs.png")
     by_agent: dict[str, Any] = {}
@@ -339,8 +414,17 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
             k: row.get(k) for k in ("success_rate", "mean_reward", "n", "format_compliance",
                                     "mean_turns")}
     return _no_nan({"by_agent": by_agent, "diff": diff_metrics(diffs), "purpose": p.purpose,
+                    "mechanism": claim_metrics(elicitation, trends),
                     "note": note.replace("**", ""),
                     "seconds": round(time.perf_counter() - started, 1)})
+
+
+def _log_text(text: str, name: str) -> None:
+    """``text`` as an artifact of the active MLflow run (none active: nothing)."""
+    import mlflow
+
+    if mlflow.active_run() is not None:
+        mlflow.log_text(text, name)
 
 
 def _no_nan(obj: Any) -> Any:

@@ -74,10 +74,15 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
     """
     import mlflow
 
-    from mimesis.eval.agent_run import agent_sources, check_arms
+    from mimesis.eval.agent_run import agent_sources, check_arms, with_trained_difficulty
 
     agents = None
-    if params.agents.enabled:  # refuse unfair arms before anything loads
+    if params.agents.enabled:  # the level train_agent selected, then refuse unfair arms
+        chosen = with_trained_difficulty(params.agents, train_agent_dir)
+        if chosen != params.agents:
+            print(f"evaluate_agents: env settings of {train_agent_dir}/difficulty.json: "
+                  f"{ {e: chosen.env_kwargs[e] for e in chosen.env_kwargs} }")
+            params = dataclasses.replace(params, agents=chosen)
         agents = agent_sources(train_agent_dir, distill_agent_dir, sft_agent_dir, params.agents)
         check_arms(agents, params.agents)
     metrics: dict = {}
