@@ -1,6 +1,7 @@
 """train_agent / distill_agent stages on a tiny model: GRPO arms (frozen and prompted users) move
-their adapters and log rewards to MLflow, resume, the frozen simulator's guards, distill_agent
-from a start adapter and its refusal of a changed one."""
+their adapters and log rewards to MLflow, train at the level the difficulty rule chose and record
+their reward trend, resume, the frozen simulator's guards, distill_agent from a start adapter and
+its refusal of a changed one."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 from mimesis.params import PROFILES, build, stage_params
+from mimesis.rl.difficulty_run import DifficultyParams
 from mimesis.simulator.frozen import FrozenSimulatorError
 from mimesis.stages.distill_agent import DistillAgentParams
 from mimesis.stages.train_agent import TrainAgentParams
@@ -30,9 +32,17 @@ def _train_params(**overrides) -> TrainAgentParams:
                              keep_checkpoints=True, **overrides)
 
 
+# docs/claim.md rule 1 on the test env: 2 levels x 2 training scenarios x 1 episode
+LADDER = DifficultyParams(ladder=[{"env": "ParityGym", "env_kwargs": {"difficulty": 1}},
+                                  {"env": "ParityGym", "env_kwargs": {"difficulty": 3}}],
+                          scenarios=2, episodes=1, min_episodes=2)
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """freeze_user folder (tiny) -> train_agent (2 GRPO steps on ParityGym), MLflow in tmp."""
+    """freeze_user folder (tiny) -> train_agent (the difficulty ladder measured, then 2 GRPO
+    steps on ParityGym at the chosen level), MLflow in tmp."""
+    from mimesis.eval import agent_stats
     from mimesis.stages.train_agent import run
 
     root = tmp_path_factory.mktemp("agent")
@@ -40,8 +50,9 @@ def trained(tmp_path_factory):
     mp.chdir(root)
     mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     mp.setenv("MIMESIS_EXPERIMENT", "test-agent")
+    mp.setitem(agent_stats.SUCCESS_THRESHOLDS, "ParityGym", 1.0)  # its reward is 0 or 1
     data.build_frozen_tiny(root / "freeze_user" / "simulator")
-    run(root / "freeze_user", root / "train_agent", _train_params())
+    run(root / "freeze_user", root / "train_agent", _train_params(difficulty=LADDER))
     yield root
     mp.undo()
 
@@ -101,14 +112,51 @@ def test_grpo_steps_move_the_adapter_and_log_rewards(trained):
 
 
 @pytest.mark.slow
+def test_arms_train_at_the_chosen_level_and_record_their_reward_trend(trained):
+    from mlflow import MlflowClient
+
+    out = trained / "train_agent"
+    record = json.loads((out / "difficulty.json").read_text())
+    assert set(record) == {"enabled", "env", "env_kwargs", "selection"}  # numbers, no episodes
+    selection = record["selection"]
+    assert record["enabled"] is True and record["env"] == "ParityGym"
+    assert record["env_kwargs"] == selection["levels"][selection["chosen"]]["env_kwargs"]
+    assert [lv["env_kwargs"] for lv in selection["levels"]] == [{"difficulty": 1},
+                                                                {"difficulty": 3}]
+    assert [lv["n_episodes"] for lv in selection["levels"]] == [2, 2]
+    assert "Chosen: level" in (out / "difficulty.md").read_text()
+    for arm in ("grpo", "grpo-prompted"):
+        meta = json.loads((out / arm / "meta.json").read_text())
+        assert meta["params"]["env_kwargs"]["ParityGym"] == record["env_kwargs"]
+        rows = [json.loads(x) for x in (out / arm / "episodes.jsonl").read_text().splitlines()]
+        assert {json.dumps(r["spec"]["env_kwargs"]) for r in rows} == {
+            json.dumps(record["env_kwargs"])}  # every trained episode at the chosen level
+        trend = meta["reward_trend"]
+        assert trend["first_steps"] == [1] and trend["last_steps"] == [2]
+        assert trend["units"] == "groups" and trend["source"] == "episodes"
+        (run,) = _runs(trained, f"train_agent/{arm}")
+        assert run.data.metrics["reward_trend/diff"] == pytest.approx(trend["diff"])
+    assert "| grpo-prompted | 2 |" in (out / "reward_trend.md").read_text()
+    (stage,) = _runs(trained, "train_agent")
+    assert {f"difficulty/level_{i}/success" for i in (0, 1)} <= set(stage.data.metrics)
+    artifacts = {a.path for a in MlflowClient().list_artifacts(stage.info.run_id)}
+    assert {"difficulty.json", "difficulty.md", "reward_trend.md"} <= artifacts
+
+
+@pytest.mark.slow
 def test_rerun_resumes_from_the_last_checkpoint(trained):
     from mimesis.stages.train_agent import run
 
     out = trained / "train_agent" / "grpo"
     before = json.loads((out / "train_log.json").read_text())["rewards"]
-    run(trained / "freeze_user", trained / "train_agent", _train_params())
+    chosen = json.loads((trained / "train_agent" / "difficulty.json").read_text())["env_kwargs"]
+    run(trained / "freeze_user", trained / "train_agent", _train_params(difficulty=LADDER))
     meta = json.loads((out / "meta.json").read_text())
+    # the ladder measured again chose the same level (same seeds), so the checkpoint fits
+    assert meta["params"]["env_kwargs"]["ParityGym"] == chosen
     assert meta["resumed_from"] == "checkpoint-2" and meta["steps"] == 2
+    # no step re-trained, so no episodes: the trend comes from the restored history
+    assert meta["reward_trend"]["source"] == "history step means"
     # the reward history came back with the checkpoint: no step was re-trained
     assert json.loads((out / "train_log.json").read_text())["rewards"] == before
 

@@ -17,12 +17,25 @@ the user in the training environments; ``env_mask`` keeps user/tool tokens out o
 clip 0.2/0.28, no KL, per-turn discounted group advantages (:mod:`mimesis.rl.grpo`), and
 dynamic sampling (flat groups replaced by fresh training scenarios).
 
-Writes to ``<out_dir>/<arm>/``: ``model/`` (LoRA adapter + tokenizer), ``meta.json``,
-``train_log.json`` (TRL log history + per-step records), ``episodes.jsonl`` (every trained
-episode without token lists); ``checkpoints/`` while training (a re-run with the same params,
-inputs and base resumes from the last one). ``<out_dir>/meta.json`` lists the arms. MLflow: a
-child run ``train_agent/<arm>`` per arm with ``reward/<env>``, ``reward``,
-``format_compliance``, ``groups/*`` per step, TRL's metrics, ``rewards.png``, ``episodes.jsonl``.
+Difficulty (params ``difficulty``, docs/claim.md "Pre-registered rule 1"; off when its ladder is
+empty): before any arm trains, the start policy plays training scenarios at every level of the
+ladder under the frozen simulator (:mod:`mimesis.rl.difficulty_run`); the pre-registered rule
+picks one level, and every arm trains with that level's settings merged into ``env_kwargs``
+(so each arm's ``meta.json`` params carry them).
+
+Writes to ``<out_dir>/<arm>/``: ``model/`` (LoRA adapter + tokenizer), ``meta.json`` (with
+``reward_trend``: the last quarter of steps' mean training reward minus the first's, with a
+bootstrap CI over groups, :mod:`mimesis.rl.reward_trend`; ``None`` and
+``reward_trend_reason`` under 2 steps), ``train_log.json`` (TRL log history + per-step
+records), ``episodes.jsonl`` (every trained episode without token lists); ``checkpoints/``
+while training (a re-run with the same params, inputs and base resumes from the last one).
+``<out_dir>/meta.json`` lists the arms; ``<out_dir>/difficulty.json`` is ``{"enabled": false}``
+or the chosen ``env``, its merged ``env_kwargs`` and the ``selection`` (every level's success
+with its CI, the choice and why), ``difficulty.md`` its table; ``reward_trend.md`` the trend of
+every arm. MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
+``difficulty/level_<i>/success`` and ``reward_trend.md``; a child run ``train_agent/<arm>`` per
+arm gets ``reward/<env>``, ``reward``, ``format_compliance``, ``groups/*`` per step, TRL's
+metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl``.
 
 Run: ``python -m mimesis.stages.train_agent --freeze-user data/freeze_user
 --sft-agent data/sft_agent --out data/train_agent``
@@ -40,13 +53,16 @@ from typing import Any
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
+from mimesis.rl.difficulty_run import DifficultyParams
 from mimesis.runtime_env import configure_environment
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "train_agent"
-_NO_RESUME = ("keep_checkpoints",)  # params that do not change what training computes
+# params that do not change what training computes (difficulty acts through env_kwargs only)
+_NO_RESUME = ("keep_checkpoints", "difficulty")
 _OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl")
+_STAGE_OUTPUTS = ("difficulty.json", "difficulty.md", "reward_trend.md")  # <out_dir>, every run
 
 
 def _default_arms() -> list[dict[str, Any]]:
@@ -62,12 +78,18 @@ class TrainAgentParams(AgentRLParams):
     base_model: str = "smollm2-135m"  # without an SFT start: smollm2-135m | tiny-llama | folder
     lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # no SFT start
     arms: list[dict[str, Any]] = field(default_factory=_default_arms)
+    # docs/claim.md rule 1: measure a ladder of env settings before RL; [] ladder = off
+    difficulty: DifficultyParams = field(default_factory=DifficultyParams)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        from mimesis.rl.difficulty_run import check_grpo_disjoint, check_ladder
         from mimesis.rl.training_user import parse_arms
 
         parse_arms(self.arms)
+        if self.difficulty.ladder:
+            check_ladder(self.difficulty, self.envs, self.env_kwargs)
+            check_grpo_disjoint(self.difficulty, self)
 
 
 def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
@@ -83,6 +105,8 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
             ``meta.json``, or the simulator was touched by training.
         mimesis.train.merge.StaleTrainingError: the SFT adapter differs from its ``meta.json``
             or was trained against another simulator.
+        ValueError: the difficulty seeds overlap the SFT agent's scenarios, or a ladder level
+            has fewer episodes than the rule needs (:mod:`mimesis.rl.difficulty_run`).
     """
     from mimesis.rl.frozen_user import load_user
     from mimesis.rl.generators import require_generator
@@ -99,10 +123,12 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
         _clear_stale(out_dir, {a.name for a in arms})
     with main_run(lambda: stage_run(STAGE, dataclasses.asdict(params))) as mlflow_run:
         user = load_user(freeze_user_dir, params)  # hash check first
+        trained = _choose_difficulty(user, sft_agent_dir, out_dir, params, main)
         metas = [_train_arm(arm, user, freeze_user_dir, sft_agent_dir, out_dir / arm.name,
-                            params, inputs) for arm in arms]
+                            trained, inputs) for arm in arms]
         if not main:
             return out_dir
+        _write_trends(out_dir, metas)
         write_json(out_dir / "meta.json", {
             "stage": STAGE, "git_commit": git_commit(), "mlflow_run_id": mlflow_run.info.run_id,
             "inputs": inputs, "arms": {m["arm"]: m["user"] for m in metas},
@@ -157,8 +183,11 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
             "simulator": {"mlflow_run_id": user.meta.get("mlflow_run_id"),
                           "weights_fingerprint": user.fingerprint},
             "episodes": len(trainer.episodes), "rewards": rl.reward_summary(trainer.history),
-            **summary}
+            **summary, **_reward_trend(trainer, params.seed)}
         report.write_run(arm_dir, trainer, meta, f"{STAGE}/{arm.name}")
+        trend = meta["reward_trend"] or {}
+        mlflow.log_metrics({f"reward_trend/{k}": trend[k] for k in ("diff", "ci_low", "ci_high")
+                            if trend.get(k) is not None})
         _release(simulator)
     if not params.keep_checkpoints:
         shutil.rmtree(arm_dir / "checkpoints", ignore_errors=True)
@@ -171,10 +200,93 @@ def _clear_stale(out_dir: Path, arms: set[str]) -> None:
     (``out_dir/model`` …) and folders of arms that left the params (they would be evaluated)."""
     from mimesis.rl import agent_report as report
 
-    report.clear_outputs(out_dir, _OUTPUTS)
+    report.clear_outputs(out_dir, (*_OUTPUTS, *_STAGE_OUTPUTS))
     for child in out_dir.glob("*/meta.json"):
         if child.parent.name not in arms:
             shutil.rmtree(child.parent)
+
+
+def _choose_difficulty(user, sft_agent_dir: Path | None, out_dir: Path,
+                       params: TrainAgentParams, main: bool) -> TrainAgentParams:
+    """docs/claim.md rule 1: the params every arm trains with (``params`` itself when the ladder
+    is empty; else the chosen level's settings in ``env_kwargs``). Every process measures (the
+    same seeds); the main process's choice is the one taken, written and logged."""
+    import mlflow
+
+    from mimesis.rl.difficulty import selection_markdown
+    from mimesis.rl.difficulty_run import choose_level
+
+    if not params.difficulty.ladder:
+        if main:
+            write_json(out_dir / "difficulty.json", {"enabled": False})
+            mlflow.log_dict({"enabled": False}, "difficulty.json")
+        return params
+    selection = choose_level(sft_agent_dir, user, params, params.difficulty)
+    level = selection.levels[_from_main(selection.chosen)].level
+    trained = dataclasses.replace(params, env_kwargs={**params.env_kwargs,
+                                                      level.env: dict(level.env_kwargs)})
+    if main:
+        record = {"enabled": True, "env": level.env, "env_kwargs": dict(level.env_kwargs),
+                  "selection": selection.to_dict()}
+        markdown = selection_markdown(selection)
+        write_json(out_dir / "difficulty.json", record)
+        (out_dir / "difficulty.md").write_text(markdown + "\n")
+        mlflow.log_dict(record, "difficulty.json")
+        mlflow.log_text(markdown, "difficulty.md")
+        mlflow.log_metrics({f"difficulty/level_{i}/success": r.success
+                            for i, r in enumerate(selection.levels)})
+        print(f"{STAGE}: difficulty (docs/claim.md rule 1)\n{markdown}")
+    return trained
+
+
+def _from_main(value: Any) -> Any:
+    """``value`` as the main process has it (every process gets the main's; accelerate's
+    broadcast), so that all processes train the same level."""
+    from mimesis.rl.ranks import world_size
+
+    if world_size() == 1:
+        return value
+    import torch
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    PartialState(cpu=not torch.cuda.is_available())  # the process group, as the trainer's
+    return broadcast_object_list([value], from_process=0)[0]
+
+
+def _reward_trend(trainer, seed: int) -> dict[str, Any]:
+    """``reward_trend`` of an arm (:func:`mimesis.rl.reward_trend.reward_trend`, groups
+    resampled) for its ``meta.json``; ``None`` with ``reward_trend_reason`` when it has no
+    trend (fewer than 2 steps). A resumed run lacks the episodes of the steps before its
+    checkpoint: it falls back to the restored history's step means (``source``)."""
+    from mimesis.rl.agent_report import episode_rows
+    from mimesis.rl.reward_trend import episode_rewards, history_rewards, reward_trend
+
+    rewards, groups = episode_rewards(episode_rows(trainer.episodes))
+    source = "episodes"
+    if not {int(row["step"]) for row in trainer.history if "reward" in row} <= set(rewards):
+        rewards, groups, source = history_rewards(trainer.history), None, "history step means"
+    try:
+        trend = reward_trend(rewards, n_bootstrap=1000, seed=seed, groups_by_step=groups)
+    except ValueError as err:
+        return {"reward_trend": None, "reward_trend_reason": str(err)}
+    return {"reward_trend": {**trend, "source": source}}
+
+
+def _write_trends(out_dir: Path, metas: list[dict[str, Any]]) -> None:
+    """``reward_trend.md`` (every arm's trend; arms without one and why), on stdout and MLflow."""
+    import mlflow
+
+    from mimesis.rl.reward_trend import trend_markdown
+
+    trends = {m["arm"]: m["reward_trend"] for m in metas if m.get("reward_trend")}
+    lines = [trend_markdown(trends)] if trends else []
+    lines += [f"- {m['arm']}: no trend ({m.get('reward_trend_reason')})" for m in metas
+              if not m.get("reward_trend")]
+    markdown = "\n".join(lines)
+    (out_dir / "reward_trend.md").write_text(markdown + "\n")
+    mlflow.log_text(markdown, "reward_trend.md")
+    print(f"{STAGE}: training reward, last quarter of steps minus the first\n{markdown}")
 
 
 def _release(simulator) -> None:
