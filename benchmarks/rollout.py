@@ -11,7 +11,7 @@ engine; the arms differ only in what samples the agent's and the simulator's tur
   refilled from the queue), KV reuse across turns (unless ``--no-cache``), GQA attention without
   copies and ``fast_linears``;
 - ``engine-no-fast-linears``: the same with ``SamplingParams.fast_linears=False``: what
-  ``fast_linears`` earns (kept only at >= 1.3x, tracker issue 14);
+  ``fast_linears`` earns (kept only at >= 1.3x);
 - ``sequential``: the ``engine`` sampler at ``max_concurrent=1`` (batch 1);
 - ``hf-generate``, the library baseline: the same engine and batches, each call answered by one
   left-padded ``model.generate`` on the whole batch (same sampling: temperature, top-p, no top-k;
@@ -256,7 +256,7 @@ def summary(runs: list[Run], arms: Sequence[str]) -> dict[str, dict[str, float]]
 
 
 def markdown(table: dict[str, dict[str, float]]) -> str:
-    """The pooled table as README markdown."""
+    """The pooled table as markdown (the form docs/results.md records it in)."""
     head = ("| arm | s | CPU s | episodes/min | gen tokens/s | vs HF generate | vs sequential "
             "| by CPU time: vs HF, vs sequential |")
     lines = [head, "|---|---|---|---|---|---|---|---|"]

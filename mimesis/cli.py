@@ -1,5 +1,5 @@
-"""Command line: ``mimesis run``, ``stage``, ``status``, ``deps``, ``envs list``, ``serve``,
-``chat``, ``evaluate-simulator``.
+"""Command line: ``mimesis run``, ``stage``, ``status``, ``report``, ``deps``, ``envs list``,
+``serve``, ``chat``, ``evaluate-simulator``.
 
 The library never imports Prefect; ``mimesis run`` loads the flow lazily.
 """
@@ -87,6 +87,9 @@ def run(
     total = time.perf_counter() - start
     console.print(_table(results, total))
     console.print(closing_line(root, results, total, active), soft_wrap=True)
+    from mimesis.run_summary import REPORT_DIR, SUMMARY_NAME
+
+    console.print(f"run summary: {root / REPORT_DIR / SUMMARY_NAME}")
 
 
 def _local_flow(root: Path):
@@ -130,6 +133,21 @@ def status(root: RootOpt = Path(".")) -> None:
         reason = stale_reason(root, name)
         state = f"[yellow]stale[/yellow]: {reason}" if reason else "[green]up to date[/green]"
         console.print(f"{name:<{width}} {state}")
+
+
+@app.command()
+def report(root: RootOpt = Path(".")) -> None:
+    """(Re)write data/report/summary.md from what data/ holds (the last run's stage times,
+    realism, agents, fact reveal, plots); runs nothing."""
+    from mimesis.run_summary import write_summary
+
+    root = _check_root(root)
+    try:
+        path = write_summary(root)
+    except ValueError as err:
+        console.print(f"[red]{err}[/red]", highlight=False)
+        raise typer.Exit(2) from err
+    console.print(f"run summary: {path}")
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""GPU check of the scaled agent RL path (issue 15): no network, random weights.
+"""GPU check of the scaled agent RL path: no network, random weights.
 
 Builds a randomly initialised Llama of realistic size (default ~1.2B parameters) from a config,
 saves it as the agent base and as a frozen-simulator stand-in, serves the simulator with

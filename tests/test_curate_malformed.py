@@ -1,6 +1,6 @@
 """curate on malformed input: every input element is an output record or a counted reject.
 
-Covers issue 13 "curate loses records": a mid-file syntax error, non-UTF-8 bytes, lone
+Covers the ways input can be lost: a mid-file syntax error, non-UTF-8 bytes, lone
 surrogates, ids equal to internal keys, data after the closing bracket, and the reconciliation's
 diagnostic.
 """
@@ -147,6 +147,40 @@ def test_data_after_the_closing_bracket_is_counted(
     assert res["counts"]["raw_records"] == 5
     (trailing,) = [r for r in res["rejects"].values() if r.reason == "trailing_data"]
     assert "good9_0" in trailing.id
+
+
+def test_records_in_another_schema_are_rejected_with_what_they_lack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Your own conversations in OpenAI's shape instead of ShareGPT's (README, "Your own
+    conversations"): each such record is a ``malformed`` reject naming what it lacks, and the
+    records that fit are curated as usual."""
+    messages = json.dumps({"id": "msgs_0", "messages": [{"role": "user", "content": "hi"}]})
+    role_content = json.dumps(
+        {
+            "id": "rolecontent_0",
+            "conversations": [
+                {"role": "user", "content": "how do I keep basil alive on a windowsill?"},
+                {"role": "assistant", "content": "Give it sun and water when the soil is dry."},
+            ],
+        }
+    )
+    res = _curate(
+        tmp_path, monkeypatch, _array(*[_good(i) for i in range(4)], messages, role_content)
+    )
+    assert res["rejects"]["msgs_0"].reason == "malformed"
+    assert res["rejects"]["msgs_0"].detail == "'conversations' is not a list"
+    assert res["rejects"]["rolecontent_0"].reason == "malformed"
+    assert res["rejects"]["rolecontent_0"].detail == "turn 0 lacks string 'from'/'value'"
+    assert {f"good{i}_0" for i in range(4)} <= res["ids"]
+
+
+def test_a_jsonl_file_is_refused_whole(tmp_path: Path) -> None:
+    """One conversation per line (JSONL) is not a ShareGPT file: the reader says so at once."""
+    path = tmp_path / "mine.jsonl"
+    path.write_text(_good(0) + "\n" + _good(1) + "\n")
+    with pytest.raises(ValueError, match="is not a JSON array"):
+        read_records(path)
 
 
 def test_reconciliation_names_what_is_missing() -> None:

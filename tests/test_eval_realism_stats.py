@@ -1,4 +1,4 @@
-"""Honest realism statistics (issue 11): the C2ST permutation null is calibrated at production
+"""Honest realism statistics: the C2ST permutation null is calibrated at production
 size, a copying simulator scores as the real-vs-real ceiling, a simulator that always ends loses
 every turn, and the goal / opening checks see what they should."""
 

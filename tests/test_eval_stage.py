@@ -67,7 +67,7 @@ def test_evaluate_user_stage_writes_three_rows_and_logs_to_mlflow(tmp_path, froz
         assert 0 <= m["termination_f1"] <= 1 and m["termination"]["positives"] > 0
         assert m["termination"]["n"] == counts["next_positions"]
     assert metrics["real"]["termination_f1"] == 1.0
-    for row in ("trained", "baseline", "real"):  # issue 11: honest statistics, goal, openings
+    for row in ("trained", "baseline", "real"):  # honest statistics, goal, openings
         m = metrics[row]
         assert {"turn_loss_rate", "opening", "goal", "n_conversations"} <= set(m)
         if "c2st" in m:

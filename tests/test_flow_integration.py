@@ -98,6 +98,10 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
     assert (project / "data/evaluate_agents/plots/agents.png").stat().st_size > 1000
     assert (project / "data/evaluate_agents/plots/agent_diffs.png").stat().st_size > 1000
     assert metrics["agents"]["diff"]  # paired differences with their CIs
+    # The run summary the pipeline writes itself: the run, every stage's time, every part.
+    summary = (project / "data/report/summary.md").read_text()
+    assert "- profile: smoke" in summary and "not run (no " not in summary
+    assert all(f"| {s} | ran |" in summary for s in STAGES)
 
     import mlflow
 

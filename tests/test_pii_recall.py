@@ -1,8 +1,8 @@
 """PII/secret recall on the seeded set ``tests/data/pii_cases.jsonl`` and on the hand-written dev
 set ``tests/data/pii_cases_dev.jsonl`` (other phrasings and national formats: UK/DE/FR/IN/AU
 phones, single-digit IPv4, compressed IPv6, short passwords in .env/YAML/JSON/CLI, names without
-a cue word, CA/UK/AU/DE addresses), and false positives on ordinary text (issue 13, "Secrets
-survive the scrubber").
+a cue word, CA/UK/AU/DE addresses), and false positives on ordinary text (secrets must not
+survive the scrubber).
 
 ``tests/data/pii_cases_blind.jsonl`` (132 cases, 22 types x 6) and
 ``tests/data/pii_ordinary_blind.jsonl`` (60 texts without personal data) were written by a

@@ -1,4 +1,4 @@
-"""Realism drives the simulator exactly as RL does (issue 11, "one generation path"): the same
+"""Realism drives the simulator exactly as RL does (one generation path): the same
 run-time simulator over the same sampler gives the same turns, and the guards' work is counted."""
 
 from __future__ import annotations
