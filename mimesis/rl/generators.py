@@ -8,7 +8,7 @@ The params switch ``generator`` (``train_agent`` / ``distill_agent``):
   vllm_mode="colocate")``): one engine in every training process, on its GPU, taking
   ``vllm_gpu_memory_utilization`` of it.
 * ``vllm-server`` — ``trl vllm-serve`` on other GPUs (``vllm_mode="server"``, reached at
-  ``vllm_server_host:vllm_server_port``; README "Multi-GPU").
+  ``vllm_server_host:vllm_server_port``; docs/serving_and_scaling.md "Multi-GPU agent RL").
 
 Either vLLM mode: TRL builds the engine and, before every ``rollout_func`` call at a new optimizer
 step, pushes the policy's current weights into it (``GRPOTrainer._generate`` →

@@ -1,8 +1,8 @@
 """The frozen simulator as a service during agent training: ``mimesis serve`` episodes.
 
 An arm with ``user: served`` (:mod:`mimesis.rl.training_user`) plays its user through
-``mimesis serve`` (``--backend vllm`` on its own GPU(s) in the ``gpu`` profile's layout; README
-"Multi-GPU"), over its OpenAI-compatible *episode* endpoints:
+``mimesis serve`` (``--backend vllm`` on its own GPU(s) in the ``gpu`` profile's layout;
+docs/serving_and_scaling.md "Multi-GPU agent RL"), over its OpenAI-compatible *episode* endpoints:
 
 * every training episode is a server episode (``POST {base_url}/ep/<id>/v1/chat/completions``,
   the agent's view plus ``scenario``): the server keeps the simulator state, applies the

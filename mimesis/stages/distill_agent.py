@@ -94,7 +94,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
-    if not params.enabled:  # a profile without the csd arm (cpu-long): say so, train nothing
+    if not params.enabled:  # a profile without the csd arm (claim): say so, train nothing
         report.clear_outputs(out_dir, _OUTPUTS)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "meta.json").write_text(json.dumps(
