@@ -130,3 +130,21 @@ def test_claim_table_shows_users_their_mean_mdes_mechanism_and_trends():
     metrics = claim_metrics(elicitation, {"a": trend, "b": None})
     assert metrics["elicitation"]["a"]["p"] == {"ask_rate": 0.5}  # NaN left out
     assert metrics["reward_trend"] == {"a": {"diff": 0.2, "ci_low": 0.05, "ci_high": 0.35}}
+
+
+def _diff(mde: float, success_mde: float, worst: float) -> dict:
+    return {"env": "ALL", "n_scenarios": 8, "n": 8, "mde": mde, "success_mde": success_mde,
+            "mde_worst": worst}
+
+
+def test_detectability_note_says_when_the_spread_gives_no_mde():
+    from mimesis.eval.agent_tables import detectability_note
+
+    note = detectability_note([_diff(0.0, 0.0, 1.31)], "smoke")
+    assert note.startswith("**Smoke test of the machinery")
+    assert "n = 8 scenarios" in note and "0.00–0.00" not in note
+    assert "not estimable from this run" in note and "beyond the whole [0, 1] reward range" in note
+    note = detectability_note([_diff(0.12, 0.2, 0.9), _diff(0.3, 0.4, 0.9)], "claim")
+    assert note.startswith("**Detectable effects:**")
+    assert "0.12–0.30 from the spread" in note and "0.20–0.40 from the spread" in note
+    assert "beyond the whole" not in note

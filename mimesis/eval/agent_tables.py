@@ -103,18 +103,32 @@ def detectability_note(diffs: Sequence[Mapping[str, Any]], purpose: str = "smoke
         return ""
     ns = sorted({d["n_scenarios"] for d in overall})
     eps = sorted({d["n"] for d in overall})
-    observed = [d["mde"] for d in overall if math.isfinite(d["mde"])]
     worst = max(d["mde_worst"] for d in overall)
     n_txt = "/".join(map(str, ns))
     sizes = (f"each comparison pairs n = {n_txt} scenarios ({'/'.join(map(str, eps))} episode "
-             f"pairs) under each user; the smallest mean-reward difference it detects at 80% "
-             f"power (two-sided, 5%) is {min(observed):.2f}–{max(observed):.2f} from the spread "
-             f"observed here, {worst:.2f} whatever the spread")
+             f"pairs) under each user; the smallest difference it detects at 80% power "
+             f"(two-sided, 5%) is, in mean reward, {_mde_range(overall, 'mde')}, and "
+             f"{worst:.2f} whatever the spread")
+    if worst >= 1:
+        sizes += (" (beyond the whole [0, 1] reward range: at this n no difference is sure to "
+                  "be detected)")
+    if any(math.isfinite(d.get("success_mde", math.nan)) for d in overall):
+        sizes += f"; in success rate, {_mde_range(overall, 'success_mde')}"
     if purpose == "smoke":
         return (f"**Smoke test of the machinery, not a test of the agent claim:** {sizes}. "
                 "Differences smaller than that read as noise; the `claim` profile is sized for "
                 "the claim (docs/claim.md).")
     return f"**Detectable effects:** {sizes}."
+
+
+def _mde_range(rows: Sequence[Mapping[str, Any]], key: str) -> str:
+    """``0.12–0.31 from the spread observed here``, or why the spread gives none."""
+    observed = [d[key] for d in rows if math.isfinite(d.get(key, math.nan))]
+    if not observed:
+        return "not estimable (too few scenarios)"
+    if max(observed) == 0:
+        return "not estimable from this run (every paired difference was the same: no spread)"
+    return f"{min(observed):.2f}–{max(observed):.2f} from the spread observed here"
 
 
 def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
