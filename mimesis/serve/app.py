@@ -73,6 +73,7 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
     _install_error_handlers(app)
     app.add_middleware(Gate, max_body_bytes=config.max_body_bytes, api_key=config.api_key,
                        private_key=config.private_key)
+    app.add_middleware(CrashGuard)
 
     @app.get("/health")
     async def health() -> dict:
@@ -188,6 +189,39 @@ class Gate:
         await self.app(scope, replay, send)
 
 
+class CrashGuard:
+    """ASGI middleware: an unexpected exception becomes an OpenAI-shaped 500 (``internal_error``,
+    naming the exception's type; the traceback goes to the log) and the connection stays open.
+
+    Not ``app.exception_handler(Exception)``: Starlette answers with it and then re-raises, and
+    uvicorn closes the connection of a request that raised after its response started, so a
+    keep-alive client's next request on that connection failed (``Connection reset by peer``).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as err:
+            if started:
+                raise  # half a response went out: only closing the connection is honest
+            log.exception("request failed")
+            await _error(APIError(500, f"internal error: {type(err).__name__}",
+                                  code="internal_error"))(scope, receive, send)
+
+
 def _key_ok(authorization: str, key: str) -> bool:
     return hmac.compare_digest(authorization.encode(), f"Bearer {key}".encode())
 
@@ -215,12 +249,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code)
         return _error(APIError(err.status_code, str(err.detail), code=code))
-
-    @app.exception_handler(Exception)
-    async def crash(_: Request, err: Exception) -> JSONResponse:
-        log.exception("request failed")
-        return _error(APIError(500, f"internal error: {type(err).__name__}",
-                               code="internal_error"))
+    # Any other exception: CrashGuard (500, connection kept).
 
 
 def run_server(simulator: BatchingSimulator, config: ServeConfig, host: str = "127.0.0.1",

@@ -10,7 +10,8 @@
 Every backend renders prompts with the tokenizer's own chat template (docs/pitfalls.md #10). Views
 reach them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
 dropped, system prompt and last agent turn kept), so the engines' own left cut never removes the
-hidden goal. Backends are called from one worker thread at a time (see :mod:`mimesis.serve.batching`).
+hidden goal. Backends are called from the batching worker thread only, token counts included
+(see :mod:`mimesis.serve.batching`): a fast tokenizer's padding state is shared by all callers.
 """
 
 from __future__ import annotations

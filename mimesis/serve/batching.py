@@ -8,11 +8,20 @@ per group — one ``backend.generate`` call, plus one for turns a guard resample
 worker thread, so the event loop keeps accepting requests meanwhile. Requests that arrive during a
 generation form the next batch. Parsing, guards and episode rules are those of
 :class:`~mimesis.simulator.runtime.UserSimulator`, as everywhere else.
+
+Every backend call, the prompt-budget check and token counts included, runs in that worker
+thread. A transformers fast tokenizer keeps its padding setting on the shared Rust object, set
+anew by each call: a count on the event loop thread that lands between a batch's "pad" and its
+encode leaves that batch unpadded (``ValueError: Unable to create tensor``, issue 35).
+
+When a group's call raises, its requests are run again one at a time, so a request that breaks
+generation fails alone (:class:`GenerationError`) and the others of its batch are answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -22,10 +31,19 @@ from functools import partial
 
 from mimesis.schemas import Scenario, Turn
 from mimesis.serve.backends import Backend, Sampling
-from mimesis.serve.fitting import fit_view
+from mimesis.serve.fitting import PromptTooLongError, fit_view
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.runtime import NO_REPLY, UserSimulator, UserState, build_view
+
+log = logging.getLogger("mimesis.serve")
+
+
+class GenerationError(RuntimeError):
+    """Generating one request's turn raised, also when run on its own.
+
+    The message names the original exception (``ValueError: …``), which is its ``__cause__``.
+    """
 
 
 @dataclass
@@ -61,6 +79,8 @@ class BatchStats:
     largest_batch: int = 0
     generate_seconds: float = 0.0
     completion_tokens: int = 0
+    retried_batches: int = 0  # groups rerun one request at a time after an error
+    failed_requests: int = 0  # requests answered with GenerationError
     sizes: dict[int, int] = field(default_factory=dict)
 
 
@@ -132,7 +152,8 @@ class BatchingSimulator:
 
     def check_fits(self, agent_message: str | None, state: UserState) -> None:
         """Raise :class:`~mimesis.serve.fitting.PromptTooLongError` when the view of the next
-        turn cannot fit (checked before queueing, so one bad request never fails a batch)."""
+        turn cannot fit. The worker checks each request before batching it, so one request that
+        does not fit never fails a batch; it calls the backend, so only the worker calls it."""
         self.fit(build_view(_with_agent_turn(agent_message, state)))
 
     async def next_message(self, agent_message: str | None, state: UserState,
@@ -141,7 +162,9 @@ class BatchingSimulator:
 
         Raises:
             RuntimeError: the worker is not running.
-            ValueError: from :meth:`UserSimulator.next_message` (invalid turn order).
+            mimesis.serve.fitting.PromptTooLongError: the view cannot fit the prompt budget.
+            GenerationError: generating this turn raised, in its batch and again on its own
+                (e.g. an invalid turn order, an engine error).
         """
         if self._queue is None or self._worker is None:
             raise RuntimeError("BatchingSimulator.start() was not called")
@@ -166,7 +189,11 @@ class BatchingSimulator:
             batch = [item for item in batch if not item.future.cancelled()]
             if not batch:
                 continue
-            outcomes = await loop.run_in_executor(self._executor, self._run_batch, batch)
+            try:
+                outcomes = await loop.run_in_executor(self._executor, self._run_batch, batch)
+            except Exception as err:  # the worker must outlive any batch: answer, go on
+                log.exception("batch failed outside generation")
+                outcomes = [err] * len(batch)
             for item, outcome in zip(batch, outcomes, strict=True):
                 if item.future.done():
                     continue
@@ -176,28 +203,65 @@ class BatchingSimulator:
                     item.future.set_result(outcome)
 
     def _run_batch(self, batch: Sequence[_Item]) -> list[TurnResult | BaseException]:
-        """Worker thread: one ``next_messages`` call per sampling group."""
+        """Worker thread: fit check per request, then one ``next_messages`` call per sampling
+        group (rerun request by request when it raises)."""
         started = time.perf_counter()
+        outcomes: list[TurnResult | BaseException] = [RuntimeError("not run")] * len(batch)
         groups: dict[Sampling, list[int]] = defaultdict(list)
         for i, item in enumerate(batch):
-            groups[item.sampling].append(i)
-        outcomes: list[TurnResult | BaseException] = [RuntimeError("not run")] * len(batch)
-        for sampling, idx in groups.items():
-            def generate(views: list, sampling: Sampling = sampling) -> list[str]:
-                return self.backend.generate([self.fit(v) for v in views], sampling)
-
-            sim = self._make_sim(generate)
             try:
-                replies = sim.next_messages([(batch[i].agent_message, batch[i].state)
-                                             for i in idx])
-            except Exception as err:  # noqa: BLE001 - re-raised in each waiting request
-                for i in idx:
-                    outcomes[i] = err
+                self.check_fits(item.agent_message, item.state)
+            except PromptTooLongError as err:
+                outcomes[i] = err
                 continue
-            for i, (message, state) in zip(idx, replies, strict=True):
-                outcomes[i] = self._result(batch[i], message, state)
+            except Exception as err:  # noqa: BLE001 - e.g. a chat template that rejects it
+                outcomes[i] = self._failed(err)
+                continue
+            groups[item.sampling].append(i)
+        for sampling, idx in groups.items():
+            for i, outcome in zip(idx, self._run_group(batch, idx, sampling), strict=True):
+                outcomes[i] = outcome
         self._record(len(batch), time.perf_counter() - started, outcomes)
         return outcomes
+
+    def _run_group(self, batch: Sequence[_Item], idx: list[int],
+                   sampling: Sampling) -> list[TurnResult | BaseException]:
+        """Outcomes of ``batch[i] for i in idx`` from one call; after an error, from one call
+        per request, so only the requests that fail on their own get an error."""
+        try:
+            return self._next_messages(batch, idx, sampling)
+        except Exception as err:  # noqa: BLE001 - any engine error: isolate the request at fault
+            if len(idx) == 1:
+                return [self._failed(err)]
+            log.warning("a batch of %d failed (%s: %s); rerunning it one request at a time",
+                        len(idx), type(err).__name__, err)
+            self.stats.retried_batches += 1
+        outcomes: list[TurnResult | BaseException] = []
+        for i in idx:
+            try:
+                outcomes += self._next_messages(batch, [i], sampling)
+            except Exception as err:  # noqa: BLE001 - answered to this request alone
+                outcomes.append(self._failed(err))
+        return outcomes
+
+    def _next_messages(self, batch: Sequence[_Item], idx: list[int],
+                       sampling: Sampling) -> list[TurnResult]:
+        def generate(views: list) -> list[str]:
+            return self.backend.generate([self.fit(v) for v in views], sampling)
+
+        replies = self._make_sim(generate).next_messages(
+            [(batch[i].agent_message, batch[i].state) for i in idx])
+        return [self._result(batch[i], message, state)
+                for i, (message, state) in zip(idx, replies, strict=True)]
+
+    def _failed(self, err: Exception) -> GenerationError:
+        log.error("generation failed for one request", exc_info=err)
+        self.stats.failed_requests += 1
+        # The client learns the exception's kind and first words; the log keeps the traceback.
+        failure = GenerationError(f"generation failed for this request: "
+                                  f"{type(err).__name__}: {str(err)[:300]}")
+        failure.__cause__ = err
+        return failure
 
     def _result(self, item: _Item, message: str, state: UserState) -> TurnResult:
         """Attach usage: the raw generations this call added, and the view they were given."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from mimesis.schemas import Scenario
 from mimesis.serve.backends import Sampling
-from mimesis.serve.batching import BatchingSimulator, TurnResult
+from mimesis.serve.batching import BatchingSimulator, GenerationError, TurnResult
 from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EPISODE_ID, EpisodeStore, state_bytes
 from mimesis.serve.fitting import PromptTooLongError
@@ -152,8 +152,7 @@ class SimulatorService:
         sampling = self.sampling(body)
         view, scenario, _ = self.read(body, path_view)
         state = stateless_state(self.simulator.init_state(self._required(scenario)), view)
-        self._check_fits(view.agent_message, state)
-        result = await self.simulator.next_message(view.agent_message, state, sampling)
+        result = await self._next_message(view.agent_message, state, sampling)
         return self._completion(result, None)
 
     async def episode(self, episode_id: str, body: ChatCompletionRequest,
@@ -188,20 +187,28 @@ class SimulatorService:
                 return self._completion(TurnResult("", episode.state), episode_id)
             check_continues(episode.state, view, episode_id)
             self._check_budget(episode_id, episode.state, view.agent_message)
-            self._check_fits(view.agent_message, episode.state)
-            result = await self.simulator.next_message(view.agent_message, episode.state,
-                                                       sampling)
+            result = await self._next_message(view.agent_message, episode.state, sampling)
             self.store.update(episode, result.state)
             episode.updated = time.time()
             episode.replay_key, episode.replay = key, self._completion(result, episode_id)
             return episode.replay
 
-    def _check_fits(self, agent_message: str | None, state: UserState) -> None:
+    async def _next_message(self, agent_message: str | None, state: UserState,
+                            sampling: Sampling) -> TurnResult:
+        """The batched simulator's turn; its per-request failures as OpenAI-shaped errors.
+
+        Raises:
+            APIError: 400 ``context_length_exceeded`` (the view cannot fit the prompt budget),
+                500 ``generation_failed`` (generating this request's turn raised, also alone;
+                the other requests of its batch are answered).
+        """
         try:
-            self.simulator.check_fits(agent_message, state)
+            return await self.simulator.next_message(agent_message, state, sampling)
         except PromptTooLongError as err:
             raise APIError(400, str(err), param="messages",
                            code="context_length_exceeded") from err
+        except GenerationError as err:
+            raise APIError(500, str(err), code="generation_failed") from err
 
     def _check_budget(self, episode_id: str, state: UserState, agent_message: str | None) -> None:
         size = state_bytes(state) + len((agent_message or "").encode("utf-8", "surrogatepass"))
