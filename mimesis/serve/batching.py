@@ -12,7 +12,7 @@ generation form the next batch. Parsing, guards and episode rules are those of
 Every backend call, the prompt-budget check and token counts included, runs in that worker
 thread. A transformers fast tokenizer keeps its padding setting on the shared Rust object, set
 anew by each call: a count on the event loop thread that lands between a batch's "pad" and its
-encode leaves that batch unpadded (``ValueError: Unable to create tensor``, issue 35).
+encode leaves that batch unpadded (``ValueError: Unable to create tensor``).
 
 When a group's call raises, its requests are run again one at a time, so a request that breaks
 generation fails alone (:class:`GenerationError`) and the others of its batch are answered.
