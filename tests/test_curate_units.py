@@ -183,7 +183,6 @@ def test_pii_replaced(text: str, placeholder: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "card 4111 1111 1111 1112 fails Luhn",
         "timestamp 1679122603129 and id 28933332697259",
         "bind 0.0.0.0 and 127.0.0.1, see section 1.2.1.3",
         "use std::vector and 12:30:45",

@@ -11,17 +11,28 @@ import json
 from pathlib import Path
 
 import httpx
-from leak_corpus import FORMATS, SECRETS, leaks, leaky_corpus
+import pytest
+from leak_corpus import (
+    FORMATS,
+    NEEDS_SCENARIO,
+    NEW_FORMS,
+    NO_UTTERANCE,
+    SECRETS,
+    form_of,
+    leaks,
+    leaky_corpus,
+    recall_by_form,
+    received,
+)
 from test_serve_api import live_server
 
 from mimesis.schemas import Scenario
+from mimesis.simulator.hidden_facts import hidden_facts_said
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.runtime import UserSimulator
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = leaky_corpus()
-# Formats that hold no utterance at all: an empty one is the right answer.
-NO_UTTERANCE = {"tag_unclosed_start", "okay_one_paragraph", "end_then_reasoning"}
 
 ORDINARY = [
     "The user wants to upload files larger than 2GB. How do I configure nginx for that?",
@@ -55,9 +66,21 @@ def test_corpus_has_every_format_and_at_least_200_generations() -> None:
             "tag_unclosed_after", "tag_nested"} <= set(FORMATS)
 
 
+def test_corpus_has_every_form_of_issue_36_with_at_least_300_cases() -> None:
+    forms = {form_of(name) for name, *_ in CORPUS}
+    assert set(NEW_FORMS) <= forms and len(CORPUS) >= 300
+    assert all(sum(form_of(n) == form for n, *_ in CORPUS) >= 48 for form in NEW_FORMS)
+
+
+def test_no_case_of_the_corpus_reaches_the_agent_through_the_runtime() -> None:
+    recall = recall_by_form()
+    assert {form: caught for form, (_, caught) in recall.items()} == {
+        form: n for form, (n, _) in recall.items()}
+
+
 def test_no_generation_of_the_corpus_leaks_and_the_message_survives() -> None:
     leaked = [(name, raw) for name, secret, _, raw in CORPUS
-              if leaks(secret, parse_turn(raw).utterance)]
+              if name not in NEEDS_SCENARIO and leaks(secret, parse_turn(raw).utterance)]
     assert leaked == []
     wrong = [(name, parse_turn(raw).utterance) for name, _, utterance, raw in CORPUS
              if name not in NO_UTTERANCE and parse_turn(raw).utterance != utterance]
@@ -84,8 +107,9 @@ def test_an_unsafe_turn_is_resampled_then_ended_never_sent() -> None:
 
 
 def test_over_http_no_turn_of_the_corpus_leaks() -> None:
-    corpus = CORPUS[::4]  # every format with every secret: 236 turns
-    by_goal = {f"case {i}": raw for i, (_, _, _, raw) in enumerate(corpus)}
+    corpus = CORPUS[::4]  # every format with every secret: 444 turns
+    # the secret is in the goal: the hidden-fact guard needs the scenario to know it
+    by_goal = {f"case {i}: {secret}": raw for i, (_, secret, _, raw) in enumerate(corpus)}
 
     def script(batch: list) -> list[str]:
         return [by_goal[view[0]["content"].split("Your goal: ")[1].splitlines()[0].strip()]
@@ -95,15 +119,50 @@ def test_over_http_no_turn_of_the_corpus_leaks() -> None:
     with live_server(script, max_turns=4, window_ms=0) as base, httpx.Client(base_url=base) as http:
         for i, (name, secret, _, _) in enumerate(corpus):
             response = http.post(f"/ep/leak-{i}/v1/chat/completions", json={
-                "messages": [], "scenario": {"goal": f"case {i}"}})
+                "messages": [], "scenario": {"goal": f"case {i}: {secret}"}})
             assert response.status_code == 200, response.text
             body = response.json()
             content = body["choices"][0]["message"]["content"]
             sent += body["choices"][0]["finish_reason"] == "stop"
+            # flags are fixed names ("hidden_fact" would match the secret "hidden goal zebra")
+            body["mimesis"].pop("flags")
             if leaks(secret, json.dumps(body)):
                 leaked.append((name, content))
-    assert len(corpus) >= 200 and leaked == []
+    assert len(corpus) >= 400 and leaked == []
     assert sent == len(corpus) - len(NO_UTTERANCE) * len(SECRETS)
+
+
+def test_a_hidden_fact_with_meta_talk_is_never_sent_but_either_alone_is() -> None:
+    scenario = Scenario(goal="a flight to Denver, budget 450 euros", annotator="test")
+    assert hidden_facts_said("any flights?\nMy goal is to stay under 450 euros", scenario, "")
+    assert hidden_facts_said("Hmm, it's 450 but I shouldn't say it", scenario, "")
+    assert not hidden_facts_said("my budget is 450 euros", scenario, "")  # a fact, asked for
+    assert not hidden_facts_said("my goal is to relax", scenario, "")  # meta, nothing hidden
+    told = "What is your budget? Is it 450 euros?"
+    assert not hidden_facts_said("My goal is 450 euros", scenario, told)  # no longer hidden
+    assert received("any flights to denver?\nMy goal is: budget is 450 euros.",
+                    "budget is 450 euros") == ""
+
+
+def test_clean_answers_with_their_scenario_are_not_dropped() -> None:
+    """False positives of the hidden-fact guard: every answer of every intention task, said
+    with its own task as the scenario and nothing told yet (the worst case)."""
+    data = REPO_ROOT / "mimesis" / "envs" / "data"
+    tasks = json.loads((data / "intention_tasks.json").read_text())["tasks"]
+    pairs = [(Scenario(goal=" ".join([t["task"], *(d["answer"] for d in t["missing_details"])]),
+                       annotator="test"), text)
+             for t in tasks for text in [t["task"], *(d["answer"] for d in t["missing_details"])]]
+    assert len(pairs) >= 100
+    assert [text for scenario, text in pairs if hidden_facts_said(text, scenario, "")] == []
+
+
+@pytest.mark.parametrize("text", [
+    "Wait… is it 5 km² or 5 km?", "Tom &amp; Jerry is escaped as &amp;amp; in my HTML",
+    "ＡＢＣ corp invoice is wrong", "Привет, can you answer in Russian?", "x\u200by test",
+    "&lt;div&gt; shows up literally on my page, why?",
+])
+def test_folding_never_changes_an_ordinary_message(text: str) -> None:
+    assert parse_turn(text).utterance == text.strip() and parse_turn(text).reasoning == ""
 
 
 def _repo_user_messages() -> list[str]:

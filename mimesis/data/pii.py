@@ -12,13 +12,17 @@ later rule sees the placeholders of earlier ones, e.g. a name before ``<[EMAIL]>
   sid, code, ...) with a real-looking
   value (≥ 8 characters with a digit, or ≥ 16; not a template such as
   ``{api_key}``, ``${KEY}``, ``YOUR_API_KEY``); the whole URL is replaced.
-- ``[EMAIL]``: ``local@domain.tld`` (not ``name@2x.png``-style file names), and the obfuscated
-  ``name [at] domain [dot] com``.
+- ``[EMAIL]``: ``local@domain.tld`` in any script (``josé@bücher.de``, punycode, a full-width
+  ``＠``; not ``name@2x.png``-style file names), and obfuscated forms (``name [at] domain [dot]
+  com``, ``john dot smith at gmail dot com``; :mod:`mimesis.data.pii_contact`).
 - ``[IBAN]``: an IBAN, plain or in groups of 4, with a valid country length and mod-97 checksum
   (``python-stdnum``; the national check digits inside some BBANs are not required).
-- ``[CARD]``: 13–19 digits with a valid Luhn checksum: ungrouped with a card-network prefix
-  (Visa, Mastercard, Amex, Discover, Diners, JCB, UnionPay, Maestro, Mir, RuPay), or in
-  4-4-4-4(-3) / Amex 4-6-5 / Diners 4-6-4 groups of spaces or dashes starting with 2-6.
+- ``[CARD]``: 13–19 digits by pattern, ungrouped or in 4-4-4-4(-3) / Amex 4-6-5 / Diners 4-6-4
+  groups of spaces, dashes or dots. Luhn is a confidence signal, not a filter: two of {card
+  grouping, issuer prefix (Visa, Mastercard, Amex, Discover, Diners, JCB, UnionPay, Maestro, Mir,
+  RuPay), a card word before it, a valid Luhn digit} replace it; an ungrouped run needs its prefix.
+- ``[DATE_OF_BIRTH]``: a date after a birth cue word ("date of birth", "DOB", "born on",
+  "Geburtsdatum", ...); the cue is kept (:mod:`mimesis.data.pii_contact`).
 - ``[ID_NUMBER]``: US SSN ``ddd-dd-dddd`` / ``ddd dd dddd`` with a possible area/group/serial
   (area not 000/666/9xx), or a number after an ID keyword (SSN, passport, driver's licence,
   national ID, tax ID, NHS, Aadhaar, NI, SIN, TFN; ``:``, ``#``, ``=``, ``-`` separators), or a
@@ -53,6 +57,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from stdnum import iban
 
+from mimesis.data.pii_contact import dates_of_birth, emails, spelled_emails
 from mimesis.data.pii_ids import find_id_columns
 from mimesis.data.pii_people import find_addresses, find_names
 from mimesis.data.pii_secrets import find_secrets
@@ -64,6 +69,7 @@ PLACEHOLDERS = (
     "EMAIL",
     "IBAN",
     "CARD",
+    "DATE_OF_BIRTH",
     "ID_NUMBER",
     "PHONE",
     "IP",
@@ -94,40 +100,23 @@ _WEBHOOK_URL = re.compile(
     r"|api\.telegram\.org/bot\d+:[\w-]{30,}[^\s\"'<>]*)"
 )
 _TEMPLATE_VALUE = re.compile(r"^(?:[{$<\[]|(?i:%7b|your|xxx|\*\*\*))|^[A-Z_\\]+$")
-_FILE_TLDS = {
-    "png",
-    "jpg",
-    "jpeg",
-    "gif",
-    "svg",
-    "webp",
-    "ico",
-    "js",
-    "ts",
-    "css",
-    "py",
-    "json",
-    "html",
-    "md",
-    "txt",
-    "pdf",
-}
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+(?P<tld>[A-Za-z]{2,})\b")
-_EMAIL_OBFUSCATED = re.compile(
-    r"(?i)(?<![\w.+-])[a-z0-9._%+-]+\s*[\[(<{]\s*at\s*[\])>}]\s*[a-z0-9-]+"
-    r"(?:\s*(?:[\[(<{]\s*dot\s*[\])>}]|\.)\s*[a-z0-9-]+)+"
-)
+# Card numbers by pattern: 13-19 digits, ungrouped or in 4-4-4-4(-3) / Amex 4-6-5 / Diners 4-6-4
+# groups of spaces, dashes or dots; _card weighs the signals.
 _CARD = re.compile(
-    r"(?<![\d.-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{3})?"
-    r"|\d{4}([ -])\d{6}\2\d{4,5})(?![\d-])"
+    r"(?<![\d.-])(?:\d{13,19}|\d{4}([ .-])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{3})?"
+    r"|\d{4}([ .-])\d{6}\2\d{4,5})(?![\d-]|\.\d)"
 )
 # Issuer prefixes: Visa 4; Mastercard 51-55, 2221-2720; Amex 34, 37; Discover 6011, 644-649, 65;
 # Diners 300-305, 36, 38; JCB 3528-3589; UnionPay 62, 81; Maestro 50, 56-58, 67; Mir 2200-2204;
-# RuPay 60, 82. A grouped number (4-4-4-4, 4-6-5, 4-6-4) needs only a first digit of 2-6: the
-# grouping and the Luhn digit are already rare outside card numbers.
+# RuPay 60, 82.
 _CARD_PREFIX = re.compile(
     r"4|5[1-5]|2(?:22[1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)|3[47]|6011"
     r"|64[4-9]|65|30[0-5]|3[68]|35(?:2[89]|[3-8]\d)|62|81|82|50|5[6-8]|67|220[0-4]|60"
+)
+# A card word shortly before the number ("Visa ending", "card no.", "CC#", "charge it to").
+_CARD_CUE = re.compile(
+    r"(?i:\b(?:cards?|credit|debit|visa|master\s?card|amex|american express|discover|maestro|jcb"
+    r"|unionpay|cc|ccn|pan|cvv|cvc|payment|pay|charged?|billing)\b)"
 )
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])")
 _ID_KEYWORD = re.compile(
@@ -198,15 +187,24 @@ def _url_secret(m: re.Match) -> bool:
     return real and not _TEMPLATE_VALUE.search(value)
 
 
-def _email(m: re.Match) -> bool:
-    return m["tld"].lower() not in _FILE_TLDS
+def _card(m: re.Match, text: str = "") -> bool:
+    """Score a card-shaped number; Luhn adds confidence but is not required (a typo or a made-up
+    number in a real request is still a card number the user meant to share).
 
-
-def _card(m: re.Match) -> bool:
+    Signals: grouping like a card (4-4-4-4, 4-6-5), an issuer prefix, a card word in the 40
+    characters before, a valid Luhn digit. Two signals, or grouping with a prefix, replace it;
+    an ungrouped digit run needs its prefix (order and tracking numbers are long digit runs too).
+    """
     digits = re.sub(r"\D", "", m[0])
     grouped = len(digits) != len(m[0])
-    prefix_ok = digits[0] in "23456" if grouped else bool(_CARD_PREFIX.match(digits))
-    return prefix_ok and luhn_ok(digits)
+    if grouped and not 13 <= len(digits) <= 19:
+        return False
+    prefix = bool(_CARD_PREFIX.match(digits))
+    cue = bool(_CARD_CUE.search(text, max(0, m.start() - 40), m.start()))
+    score = grouped + prefix + cue + luhn_ok(digits)
+    if not grouped:
+        return prefix and score >= 2
+    return score >= 2 and (cue or prefix or digits[0] in "23456")
 
 
 def _numeric_amount(text: str, start: int, end: int) -> bool:
@@ -288,10 +286,11 @@ _RULES: list[tuple[str, Callable[[str], Iterable[Span]]]] = [
     ("URL_WITH_TOKEN", _regex(_URL_WITH_TOKEN, _url_secret)),
     ("URL_WITH_TOKEN", _regex(_WEBHOOK_URL)),
     ("SECRET", find_secrets),
-    ("EMAIL", _regex(_EMAIL, _email)),
-    ("EMAIL", _regex(_EMAIL_OBFUSCATED)),
+    ("EMAIL", emails),
+    ("EMAIL", spelled_emails),
     ("IBAN", _find_ibans),
-    ("CARD", _regex(_CARD, _card)),
+    ("CARD", _regex(_CARD, _card, context=True)),
+    ("DATE_OF_BIRTH", dates_of_birth),
     ("ID_NUMBER", _regex(_SSN)),
     ("ID_NUMBER", _regex(_ID_KEYWORD, _id_number)),
     ("ID_NUMBER", _regex(_PASSPORT_NEAR)),

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mimesis.simulator.markup import fold_markup
 from mimesis.simulator.private_forms import (
     END_TOKEN,
     HEADER,
@@ -84,6 +85,17 @@ _MARKER = re.compile(
     r"|^[ \t]*(?:#{1,6}[ \t]*|\*\*|__)(?:final\s+)?(?:message|response|reply|utterance|output"
     r"|user\s+message|answer)[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*$\n?",
     re.IGNORECASE | re.MULTILINE)
+# A labelled aside: the label names a private channel, and a colon or dash follows it. "(Note: …)"
+# is not one: users annotate their own messages that way.
+_ASIDE_LABEL = (r"internal(?:ly)?|internal\s+(?:note|thoughts?|monologue)|thinking|thinks|thoughts?"
+                r"|reasoning|private(?:\s+note)?|hidden|inner\s+(?:thoughts?|monologue)"
+                r"|note\s+to\s+self|to\s+myself|ooc|out\s+of\s+character|aside\s+to\s+self"
+                r"|not\s+said(?:\s+aloud)?|(?:my\s+)?(?:hidden|secret)\s+(?:goal|plan)")
+_ASIDE = re.compile(
+    rf"[ \t]*(?:\((?:\s*(?:{_ASIDE_LABEL})\s*[:\-–—]\s*)(?P<p>[^)]*)(?:\)|\Z)"
+    rf"|\[(?:\s*(?:{_ASIDE_LABEL})\s*[:\-–—]\s*)(?P<b>[^\]]*)(?:\]|\Z)"
+    rf"|(?<!\*)\*(?!\*)(?:\s*(?:{_ASIDE_LABEL})\s*[:\-–—]\s*)(?P<s>[^*]*)(?:\*|\Z))",
+    re.IGNORECASE)
 _TRAILING_NOTE = re.compile(rf"^\s*(?:\(\s*note\b|[(\[]?\s*(?:{_LABEL})\s*[:)\]])", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”", "'": "'", "«": "»"}
 
@@ -112,12 +124,30 @@ class ParsedTurn:
 def parse_turn(text: str) -> ParsedTurn:
     """Split a raw generation into reasoning, utterance and end signal (see module docstring).
 
+    The text is parsed as written and as :func:`~mimesis.simulator.markup.fold_markup` reads it
+    (look-alike and escaped markup undone); the folded parse wins, flagged ``folded_markup``,
+    only when it would send something else, so a user's own ``…`` or ``&amp;`` are kept.
+
     >>> turn = parse_turn("<think>they asked my dates</think>\\nmarch 3 <|end_conversation|>")
     >>> turn.reasoning, turn.utterance, turn.ended
     ('they asked my dates', 'march 3', True)
     >>> parse_turn("### Reasoning\\nstay vague\\n\\n### Message\\nhi").utterance
     'hi'
+    >>> parse_turn("&lt;thіnk&gt;stay vague&lt;/thіnk&gt; hi").utterance
+    'hi'
     """
+    turn = _parse(text)
+    folded = fold_markup(text)
+    if folded == text:
+        return turn
+    alt = _parse(folded)
+    if alt.utterance == fold_markup(turn.utterance) and alt.ended == turn.ended:
+        return turn
+    alt.flags.append("folded_markup")
+    return alt
+
+
+def _parse(text: str) -> ParsedTurn:
     flags: list[str] = []
     reasoning: list[str] = []
     control = _CONTROL.search(text)
@@ -130,6 +160,7 @@ def parse_turn(text: str) -> ParsedTurn:
         flags.append("json_reasoning")
     text = _strip_tags(canonical_tags(text), reasoning, flags)
     text = _cut_after_end(text, reasoning, flags)
+    text = _cut_asides(text, reasoning, flags)
     thought, text, untagged_flags = split_untagged(text)
     flags += untagged_flags
     if thought:
@@ -165,6 +196,18 @@ def _strip_tags(text: str, reasoning: list[str], flags: list[str]) -> str:
     return text
 
 
+def _cut_asides(text: str, reasoning: list[str], flags: list[str]) -> str:
+    """Labelled asides anywhere in the text ("(Internal: …)", "[thinking: …]", "*to myself:
+    …*") are private; one cut by the token limit takes the rest of the text with it."""
+    found = [(m.group("p") or m.group("b") or m.group("s") or "").strip()
+             for m in _ASIDE.finditer(text)]
+    if not found:
+        return text
+    reasoning.extend(found)
+    flags.append("aside")
+    return re.sub(r"(?<=\S)[ \t]{2,}", " ", _ASIDE.sub(" ", text))
+
+
 def _cut_after_end(text: str, reasoning: list[str], flags: list[str]) -> str:
     """Text after the first end token is the model explaining itself: make it private."""
     end = END_TOKEN.search(text)
@@ -192,7 +235,9 @@ def split_untagged(text: str) -> tuple[str, str, list[str]]:
         before, after = text[:marker.start()].strip(), text[marker.end():].strip()
         if not before:
             return "", after, ["role_prefix"]
-        if starts_like_reasoning(before):
+        # prose that talks about the role-play ("the agent asked…; I shouldn't say it yet")
+        # before a "User:" marker is the model planning, whatever its first words
+        if starts_like_reasoning(before) or _META.search(before) or private_signals(before):
             return before, _unquote(after), ["untagged_reasoning"]
     enclosed = _ENCLOSED.match(text)
     if enclosed and (enclosed.group("p") or enclosed.group("b") or enclosed.group("s")):

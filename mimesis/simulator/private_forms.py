@@ -15,15 +15,18 @@ from __future__ import annotations
 import json
 import re
 
+from mimesis.simulator.markup import fold_markup, rewrite_channels
+
 # Names a model gives its private channel, in tags and headers alike.
 TAG_NAMES = (r"think|thinking|thoughts?|reasoning|reason|rationale|scratch_?pad|scratch"
              r"|analysis|analyze|plan|planning|reflection|reflect|inner_?monologue|monologue"
              r"|internal(?:_thoughts?)?|private|hidden|secret|cot|chain_of_thought"
              r"|inner_thoughts?|internal_notes|notes_to_self")
+# Pipe tokens: <|begin_of_thought|> (OpenThoughts), <|START_THINKING|> (Command R), <|think|>.
 _OPEN = re.compile(rf"<\s*(?:{TAG_NAMES})(?:\s+[^<>]*)?>|\[\s*(?:{TAG_NAMES})\s*\]"
-                   rf"|<\|\s*(?:begin|start)_of_(?:{TAG_NAMES})\s*\|>", re.IGNORECASE)
+                   rf"|<\|\s*(?:(?:begin|start)_(?:of_)?)?(?:{TAG_NAMES})\s*\|>", re.IGNORECASE)
 _CLOSE = re.compile(rf"<\s*/\s*(?:{TAG_NAMES})\s*>|\[\s*/\s*(?:{TAG_NAMES})\s*\]"
-                    rf"|<\|\s*end_of_(?:{TAG_NAMES})\s*\|>", re.IGNORECASE)
+                    rf"|<\|\s*(?:end_(?:of_)?|/\s*)(?:{TAG_NAMES})\s*\|>", re.IGNORECASE)
 
 # Header words: the tag names in prose form, plus phrases that only label reasoning.
 LABEL = (r"thinking(?:\s+process)?|thought\s+process|thoughts?|reasoning(?:\s+process)?"
@@ -52,16 +55,29 @@ _FILLER = r"(?:ok(?:ay)?|alright|so|hmm+|well|right)[\s,.!…]+"
 ROLEPLAY_START = re.compile(
     rf"^\s*(?:{_FILLER})*(?:so\s+)?(?:the (?:assistant|ai)\b|as the user\b"
     rf"|i(?:'m| am) (?:the user|playing|role-?playing|simulating|acting as)\b)"
+    # a persona introduced to itself: "Alright, I'm a traveler with …" (not "Okay, I'm a
+    # beginner with python": a bare ok/okay opens ordinary requests too)
+    rf"|^\s*(?:(?:alright|hmm+|right|okay so|ok so|so)[\s,.!…]+)+i(?:'m| am) an? [\w-]+"
+    rf"(?: [\w-]+)? (?:with|who)\b"
+    rf"|^\s*hmm+\b[^\n]*\bi (?:shouldn't|should not|mustn't|must not) (?:say|mention|tell|share)\b"
     rf"|^\s*(?:{_FILLER})+(?:so\s+)?(?:i need to (?:respond|reply|write|answer)\b"
     rf"|the user(?:'s)?\s+(?:wants|is|has|asked|just|needs|said|seems"
     rf"|greeted|responded|replied|will|would|should)\b)", re.IGNORECASE)
 _ROLEPLAY_ANYWHERE = re.compile(
     r"\b(?:as the (?:simulated )?user\b|in character\b|my (?:hidden |secret )?(?:persona"
     r"|instructions|hidden goal|secret goal)\b|the simulated user\b|(?:i|we) (?:should(?:n't)?|"
-    r"must(?:n't)?|will|won't|shall) (?:not )?reveal\b|without revealing\b)", re.IGNORECASE)
+    r"must(?:n't)?|will|won't|shall) (?:not )?reveal\b|without revealing\b"
+    # holding something back from the agent: "…but I shouldn't say it", "don't mention it yet"
+    r"|i (?:shouldn't|should not|mustn't|must not|won't|can't) (?:say|mention|tell|share"
+    r"|disclose|bring up) (?:it|that|this|them|the \w+|my \w+)(?: \w+)? yet\b"
+    r"|(?:don't|do not|not to) (?:reveal|mention|disclose|say) (?:it|that|this|my \w+) yet\b"
+    r"|^\s*hmm+\b.*\bi (?:shouldn't|should not|mustn't|must not) (?:say|mention|tell|share)\b)",
+    re.IGNORECASE | re.DOTALL)
 END_TOKEN = re.compile(
     r"(?:<\s*/?\s*\|?|\|)\s*end[\s_\-]*(?:of[\s_\-]*)?(?:the[\s_\-]*)?conversation"
     r"\s*(?:\|?\s*/?\s*>|\|)", re.IGNORECASE)
+_CHANNEL = re.compile(r"<\|(?:channel|message|start|end|return)\|>|^\s*analysis\S.*assistant\s*final",
+                      re.IGNORECASE | re.DOTALL)
 _JSON_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL | re.IGNORECASE)
 _JSON_PRIVATE = ("reasoning", "thought", "thoughts", "thinking", "analysis", "plan",
                  "scratchpad", "rationale", "inner_monologue")
@@ -70,8 +86,9 @@ _JSON_PUBLIC = ("message", "utterance", "response", "reply", "content", "text", 
 
 
 def canonical_tags(text: str) -> str:
-    """``text`` with every reasoning tag rewritten to ``<think>`` / ``</think>``."""
-    return _CLOSE.sub("</think>", _OPEN.sub("<think>", text))
+    """``text`` with every reasoning tag rewritten to ``<think>`` / ``</think>`` (gpt-oss
+    channels too: :func:`~mimesis.simulator.markup.rewrite_channels`)."""
+    return _CLOSE.sub("</think>", _OPEN.sub("<think>", rewrite_channels(text)))
 
 
 def split_json(text: str) -> tuple[str, str] | None:
@@ -106,8 +123,9 @@ def private_signals(utterance: str) -> list[str]:
     >>> private_signals("sure\\n\\nPlan: stay vague")
     ['header']
     """
+    utterance = fold_markup(utterance)  # look-alike and escaped markup count as markup
     checks = {
-        "tag": bool(_OPEN.search(utterance) or _CLOSE.search(utterance)
+        "tag": bool(_OPEN.search(utterance) or _CLOSE.search(utterance) or _CHANNEL.search(utterance)
                     or re.search(r"</?\s*think\b", utterance, re.IGNORECASE)),
         "header": bool(_HEADER_ANYWHERE.search(utterance) or HEADING.search(utterance)),
         "marker": bool(STRONG_MARKER.search(utterance)),

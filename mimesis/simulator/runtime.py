@@ -22,7 +22,10 @@ Episode rules (docs/pitfalls.md #1, #2, #4, #5, #6), applied to each generated t
 0. sentences that copy one of the scenario's directives (its instructions to the simulator,
    ``Scenario.directives``) are cut from the utterance
    (:func:`~mimesis.simulator.guards.strip_directive_copies`; flag ``directive_copy``); an
-   utterance left empty goes through rule 4, like an ``unsafe_split`` one: never sent.
+   utterance left empty goes through rule 4, like an ``unsafe_split`` one: never sent. So does
+   an utterance that states a hidden fact (a scenario word nobody has said yet) with
+   first-person meta-talk ("my goal is…", "I shouldn't say it"): it is emptied, its text kept
+   as reasoning (flag ``hidden_fact``; :mod:`~mimesis.simulator.hidden_facts`).
 1. only an end signal → the turn is drawn again, up to ``GuardParams.end_draws`` draws in all
    (flag ``end_confirm``; ``open_end`` on the opening, where ``resample_open_end`` switches it);
    the episode ends (``end_signal``) only when every draw was an end.
@@ -68,6 +71,7 @@ from mimesis.simulator.guards import (
     repeats_earlier,
     strip_directive_copies,
 )
+from mimesis.simulator.hidden_facts import hidden_facts_said
 from mimesis.simulator.parsing import ParsedTurn, parse_turn
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.roles import flip_roles
@@ -257,6 +261,12 @@ class UserSimulator:
         if cut:  # the cut text stays in state.raw for audits; the agent never gets it
             parsed = replace(parsed, utterance=kept)
             flags.append("directive_copy")
+        told = "\n".join(t.text for t in state.history)
+        if hidden_facts_said(parsed.utterance, state.scenario, told):
+            # the simulator reading out its scenario: private, never sent (rule 0)
+            parsed = replace(parsed, utterance="",
+                             reasoning="\n".join(x for x in (parsed.reasoning, parsed.utterance) if x))
+            flags.append("hidden_fact")
         text = parsed.utterance
         if parsed.ended and not text:
             if used.count("end") < g.end_draws - 1 and (state.turns > 0 or g.resample_open_end):
