@@ -81,7 +81,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
         chosen = with_trained_difficulty(params.agents, train_agent_dir)
         if chosen != params.agents:
             print(f"evaluate_agents: env settings of {train_agent_dir}/difficulty.json: "
-                  f"{ {e: chosen.env_kwargs[e] for e in chosen.env_kwargs} }")
+                  f"{chosen.env_kwargs}")
             params = dataclasses.replace(params, agents=chosen)
         agents = agent_sources(train_agent_dir, distill_agent_dir, sft_agent_dir, params.agents)
         check_arms(agents, params.agents)
