@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mimesis.eval.agent_arms import check_arms, with_trained_difficulty
 from mimesis.eval.agent_pairs import UNSEEN_MEAN, paired_differences, unseen_mean_rows
-from mimesis.eval.agent_run import AgentEvaluateParams, check_arms, with_trained_difficulty
+from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.claim_report import claim_markdown, claim_metrics
 
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from mimesis.eval import agent_pairs
+from mimesis.eval.agent_arms import agent_sources, check_arms, trained_specs
 from mimesis.eval.agent_pairs import outcome_rows, paired_bootstrap, paired_differences, verdict
-from mimesis.eval.agent_run import AgentEvaluateParams, agent_sources, check_arms, trained_specs
+from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS, episode_rows, success_threshold
 from mimesis.eval.agent_tables import comparison_table_markdown, diff_plot
 from mimesis.eval.agents import AgentEvalParams, evaluate_agents, load_agent

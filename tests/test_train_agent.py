@@ -307,7 +307,8 @@ def test_agent_evaluation_params_refuse_unknown_environments():
 
 
 def test_disabled_distill_agent_trains_nothing_and_evaluation_skips_csd(tmp_path):
-    from mimesis.eval.agent_run import AgentEvaluateParams, agent_sources
+    from mimesis.eval.agent_arms import agent_sources
+    from mimesis.eval.agent_run import AgentEvaluateParams
     from mimesis.stages.distill_agent import run
 
     out = tmp_path / "distill_agent"

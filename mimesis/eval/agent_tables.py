@@ -37,7 +37,7 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
         training: Name of the training simulator; adds a column "mean over unseen users"
             (unweighted mean of the other users' ``ALL`` rewards).
         trained_against: Agent → the listed users it trained against
-            (:func:`~mimesis.eval.agent_run.seen_users`): those cells are marked † and left
+            (:func:`~mimesis.eval.agent_arms.seen_users`): those cells are marked † and left
             out of that agent's unseen mean, which is then over fewer users.
     """
     seen = {a: set(users) for a, users in (trained_against or {}).items()}

@@ -74,7 +74,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
     """
     import mlflow
 
-    from mimesis.eval.agent_run import agent_sources, check_arms, with_trained_difficulty
+    from mimesis.eval.agent_arms import agent_sources, check_arms, with_trained_difficulty
 
     agents = None
     if params.agents.enabled:  # the level train_agent selected, then refuse unfair arms
