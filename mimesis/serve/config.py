@@ -37,6 +37,17 @@ class ServeConfig:
             One call can add at most two raw generations beyond it (a resample).
         max_total_bytes: Most bytes all episodes together may hold; beyond it the least
             recently used episodes are dropped (as beyond ``max_episodes``).
+        max_messages: Most entries of ``messages`` in one request (else 400).
+        max_message_chars: Most characters of one message's text (else 400).
+        max_total_chars: Most characters of all messages' text together (else 400).
+        max_scenario_chars: Most characters of a scenario goal (``scenario.goal``, or the
+            system message in the simulator view; else 400).
+        deadline_s: Seconds a request may take, queueing and generation included; then its
+            work is cancelled and the client gets 504 ``deadline_exceeded``. A request body
+            not received within it gets 408.
+
+    The request limits are checked before any tokenization or model call; docs/
+    serving_and_scaling.md has the figures the defaults were set from.
     """
 
     model_name: str = "mimesis-user-simulator"
@@ -55,6 +66,11 @@ class ServeConfig:
     default_goal: str | None = None
     max_episode_bytes: int = 256 * 1024
     max_total_bytes: int = 256 * 1024 * 1024
+    max_messages: int = 256
+    max_message_chars: int = 32_000
+    max_total_chars: int = 200_000
+    max_scenario_chars: int = 4000
+    deadline_s: float = 60.0
 
     def __post_init__(self) -> None:
         # An empty key is no key: "--api-key ''" must not look like auth.
@@ -75,6 +91,12 @@ class ServeConfig:
             raise ValueError("episode_ttl_s must be > 0 and batch_window_ms ≥ 0")
         if not (0 <= self.temperature <= 2 and 0 < self.top_p <= 1):
             raise ValueError("temperature must be in [0, 2] and top_p in (0, 1]")
+        if min(self.max_messages, self.max_message_chars, self.max_total_chars,
+               self.max_scenario_chars) < 1:
+            raise ValueError("max_messages, max_message_chars, max_total_chars and "
+                             "max_scenario_chars must be ≥ 1")
+        if not self.deadline_s > 0:
+            raise ValueError("deadline_s must be > 0")
 
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})

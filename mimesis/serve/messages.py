@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from mimesis.schemas import Scenario, Turn
-from mimesis.serve.schemas import MAX_GOAL_CHARS, APIError, ChatMessage
+from mimesis.serve.schemas import APIError, ChatMessage
 from mimesis.simulator.guards import is_pleasantry
 from mimesis.simulator.runtime import NO_REPLY, UserState
 
@@ -113,7 +113,8 @@ def read_request(messages: list[ChatMessage]) -> AgentView:
     return AgentView(history=history, agent_message=agent_message)
 
 
-def read_simulator_request(messages: list[ChatMessage]) -> tuple[AgentView, str | None]:
+def read_simulator_request(messages: list[ChatMessage], max_goal_chars: int
+                           ) -> tuple[AgentView, str | None]:
     """The :class:`AgentView` of a simulator-side request, and its scenario text.
 
     Returns:
@@ -123,15 +124,19 @@ def read_simulator_request(messages: list[ChatMessage]) -> tuple[AgentView, str 
         </scenario>`` when present), ``None`` without one.
 
     Raises:
-        APIError: 400 as :func:`read_request`, or a scenario over ``MAX_GOAL_CHARS`` characters.
+        APIError: 400 as :func:`read_request`, or a scenario over ``max_goal_chars`` characters
+            (``scenario_too_long``; ``ServeConfig.max_scenario_chars``).
     """
     system = "\n\n".join(message_text(m, i) for i, m in enumerate(messages)
                           if m.role in ("system", "developer")).strip()
     block = _SCENARIO_BLOCK.search(system)
     goal = (block.group(1) if block else system).strip()
-    if len(goal) > MAX_GOAL_CHARS:
-        raise APIError(400, f"the scenario (system message) has {len(goal)} characters, over "
-                       f"{MAX_GOAL_CHARS}", param="messages.0.content", code="scenario_too_long")
+    if len(goal) > max_goal_chars:
+        where = next(i for i, m in enumerate(messages) if m.role in ("system", "developer"))
+        raise APIError(400, f"messages.{where}.content: the scenario (system message) has "
+                       f"{len(goal)} characters, over this server's limit of {max_goal_chars} "
+                       "(mimesis serve --max-scenario-chars)", param=f"messages.{where}.content",
+                       code="scenario_too_long")
     flipped = [m.model_copy(update={"role": "tool" if _only_tool_calls(m, i)
                                     else _FLIP.get(m.role, m.role)})
                for i, m in enumerate(messages)]

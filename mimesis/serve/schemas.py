@@ -45,7 +45,6 @@ END_CONTENT = END_SIGNAL
 View = Literal["agent", "simulator"]
 """Request conventions: the agent's messages, or the simulator's (scenario as system message,
 roles flipped)."""
-MAX_GOAL_CHARS = 4000
 MAX_SEED = 2**63 - 1
 """Largest ``seed`` (torch and vLLM take a signed 64-bit one; larger ones get a 400)."""
 
@@ -75,7 +74,7 @@ class ScenarioIn(BaseModel):
     """A scenario sent by the client (``extra_body={"scenario": {...}}``)."""
 
     model_config = ConfigDict(extra="forbid")
-    goal: str = Field(min_length=1, max_length=MAX_GOAL_CHARS)
+    goal: str = Field(min_length=1)  # length: ServeConfig.max_scenario_chars
     behaviors: list[str] = Field(default_factory=list)
     traits: list[str] = Field(default_factory=list)
 
@@ -89,6 +88,7 @@ class ScenarioIn(BaseModel):
     @field_validator("behaviors")
     @classmethod
     def _known_behaviors(cls, v: list[str]) -> list[str]:
+        _no_repeats(v)
         unknown = sorted(set(v) - set(BEHAVIOR_IDS))
         if unknown:
             raise ValueError(f"unknown behaviour ids {unknown}; known: {list(BEHAVIOR_IDS)}")
@@ -97,6 +97,7 @@ class ScenarioIn(BaseModel):
     @field_validator("traits")
     @classmethod
     def _known_traits(cls, v: list[str]) -> list[str]:
+        _no_repeats(v)
         unknown = sorted(set(v) - set(TRAIT_IDS))
         if unknown:
             raise ValueError(f"unknown traits {unknown}; known: {list(TRAIT_IDS)}")
@@ -105,6 +106,12 @@ class ScenarioIn(BaseModel):
     def to_scenario(self) -> Scenario:
         return Scenario(goal=self.goal, behaviors=self.behaviors, traits=self.traits,
                         annotator="client")
+
+
+def _no_repeats(ids: list[str]) -> None:
+    """Repeats are refused, so a list is never longer than the catalogue it names."""
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"repeated ids in a list of {len(ids)}; send each id once")
 
 
 class ChatCompletionRequest(BaseModel):
@@ -228,5 +235,6 @@ class BodyTooLarge(APIError):
     """The request body exceeds the server's limit (HTTP 413)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"request body larger than {limit} bytes",
+        super().__init__(413, f"request body larger than this server's limit of {limit} bytes "
+                         "(mimesis serve --max-body-bytes)", param="body",
                          code="request_too_large")

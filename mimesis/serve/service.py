@@ -19,6 +19,7 @@ from mimesis.serve.batching import BatchingSimulator, GenerationError, TurnResul
 from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EPISODE_ID, EpisodeStore, state_bytes
 from mimesis.serve.fitting import PromptTooLongError
+from mimesis.serve.limits import check_request
 from mimesis.serve.messages import (
     AgentView,
     check_continues,
@@ -63,22 +64,9 @@ class SimulatorService:
                                   max_total_bytes=config.max_total_bytes)
 
     def sampling(self, body: ChatCompletionRequest) -> Sampling:
-        """Sampling settings of a request, within the server's limits.
-
-        Raises:
-            APIError: 400 for ``stream``, ``n`` ≠ 1 or ``max_tokens`` above the limit.
-        """
+        """Sampling settings of a request (its limits checked by :func:`check_request`)."""
         cfg = self.config
-        if body.stream:
-            raise APIError(400, "streaming is not supported: send stream=false", param="stream",
-                           code="unsupported_parameter")
-        if body.n not in (None, 1):
-            raise APIError(400, "only n=1 is supported", param="n", code="unsupported_parameter")
-        param = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
         max_tokens = body.max_completion_tokens or body.max_tokens or cfg.default_max_tokens
-        if max_tokens > cfg.max_tokens_limit:
-            raise APIError(400, f"{param}={max_tokens} exceeds this server's limit of "
-                           f"{cfg.max_tokens_limit}", param=param, code="max_tokens_too_large")
         return Sampling(max_tokens=max_tokens,
                         temperature=cfg.temperature if body.temperature is None
                         else body.temperature,
@@ -128,7 +116,7 @@ class SimulatorService:
         named = body.scenario is not None or body.scenario_id is not None
         if (body.view or path_view or "agent") == "agent":
             return read_request(body.messages), self.scenario(body), named
-        view, goal = read_simulator_request(body.messages)
+        view, goal = read_simulator_request(body.messages, self.config.max_scenario_chars)
         if goal is None:
             return view, self.scenario(body), named
         if named:
@@ -148,7 +136,12 @@ class SimulatorService:
 
     async def stateless(self, body: ChatCompletionRequest, path_view: View | None = None) -> dict:
         """``POST /v1/chat/completions`` (``/sim/v1/…``: simulator view): the next user turn
-        from the request alone (earlier reasoning unknown; nothing kept)."""
+        from the request alone (earlier reasoning unknown; nothing kept).
+
+        Raises:
+            APIError: 400 a limit exceeded (:func:`check_request`) or a bad request.
+        """
+        check_request(body, self.config)
         sampling = self.sampling(body)
         view, scenario, _ = self.read(body, path_view)
         state = stateless_state(self.simulator.init_state(self._required(scenario)), view)
@@ -161,10 +154,12 @@ class SimulatorService:
         next user turn of an episode.
 
         Raises:
-            APIError: 400 bad id or request, 404 unknown/expired episode with history, 409 the
-                request does not continue the episode or names another scenario.
+            APIError: 400 bad id, a limit exceeded (:func:`check_request`) or a bad request,
+                404 unknown/expired episode with history, 409 the request does not continue
+                the episode or names another scenario.
         """
         check_episode_id(episode_id)
+        check_request(body, self.config)
         sampling = self.sampling(body)
         view, scenario, named = self.read(body, path_view)
         episode = self.store.get(episode_id)
