@@ -65,9 +65,9 @@ class ThreadRecordingBackend(TransformersBackend):
         super().__init__(*args, **kwargs)
         self.threads: set[int] = set()
 
-    def generate(self, batch, sampling: Sampling) -> list[str]:
+    def generate(self, batch, sampling: Sampling, stop=None) -> list[str]:
         self.threads.add(threading.get_ident())
-        return super().generate(batch, sampling)
+        return super().generate(batch, sampling, stop)
 
     def count_tokens(self, text: str) -> int:
         self.threads.add(threading.get_ident())

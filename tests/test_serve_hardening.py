@@ -71,10 +71,10 @@ def test_system_prompt_and_last_agent_turn_are_never_truncated(monkeypatch) -> N
 class SeededBackend(FunctionBackend):
     """Seeds torch the way ChatGenerator does (an out-of-range seed raised inside it)."""
 
-    def generate(self, batch, sampling: Sampling) -> list[str]:
+    def generate(self, batch, sampling: Sampling, stop=None) -> list[str]:
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
-        return super().generate(batch, sampling)
+        return super().generate(batch, sampling, stop)
 
 
 @pytest.mark.parametrize("field,value", [

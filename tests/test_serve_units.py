@@ -118,7 +118,7 @@ def test_batcher_groups_by_sampling_and_isolates_failing_groups() -> None:
     calls: list[tuple[int, int]] = []
 
     class Backend(FunctionBackend):
-        def generate(self, batch, sampling):
+        def generate(self, batch, sampling, stop=None):
             calls.append((len(batch), sampling.max_tokens))
             if sampling.max_tokens == 13:
                 raise RuntimeError("engine exploded")

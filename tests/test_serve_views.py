@@ -31,9 +31,9 @@ class RecordingBackend(TransformersBackend):
         super().__init__(model, tokenizer)
         self.seen: list = []
 
-    def generate(self, batch, sampling):
+    def generate(self, batch, sampling, stop=None):
         self.seen.extend(batch)
-        return super().generate(batch, sampling)
+        return super().generate(batch, sampling, stop)
 
 
 @pytest.fixture(scope="module")

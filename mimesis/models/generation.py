@@ -6,11 +6,12 @@ tokenizer's own chat template and left-padded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from mimesis.schemas import Messages
 
@@ -56,11 +57,15 @@ class ChatGenerator:
 
     @torch.inference_mode()
     def generate(self, batch: Sequence[Messages], prefills: Sequence[str] | None = None,
-                 desc: str = "generate", seed: int | None = None) -> list[str]:
+                 desc: str = "generate", seed: int | None = None,
+                 stop: Callable[[], bool] | None = None) -> list[str]:
         """Continue every conversation in ``batch``; returns decoded new text (special tokens
         removed), one string per conversation, in order.
 
         Prompts longer than ``max_prompt_tokens`` keep their last tokens (the recent context).
+        ``stop`` is asked between decode steps; once it says true, decoding ends at the next
+        step and later sub-batches are skipped (their texts stay ``""``): the caller abandons
+        the outputs (a served request that ran past its deadline or lost its client).
         """
         cfg = self.config
         prefills = list(prefills) if prefills is not None else [""] * len(batch)
@@ -71,7 +76,10 @@ class ChatGenerator:
         if seed is not None:
             torch.manual_seed(seed)
         steps = range(0, len(order), cfg.batch_size)
+        criteria = StoppingCriteriaList([_StopWhen(stop)] if stop is not None else [])
         for start in tqdm(steps, desc=desc, unit="batch", disable=len(order) <= cfg.batch_size):
+            if stop is not None and stop():
+                break
             idx = order[start:start + cfg.batch_size]
             enc = self.tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True,
                                  add_special_tokens=False)
@@ -83,9 +91,20 @@ class ChatGenerator:
                 **enc, max_new_tokens=cfg.max_new_tokens, do_sample=sample,
                 temperature=cfg.temperature if sample else None,
                 top_p=cfg.top_p if sample else None,
-                pad_token_id=self.tokenizer.pad_token_id,
+                pad_token_id=self.tokenizer.pad_token_id, stopping_criteria=criteria,
             )
             new = out[:, enc["input_ids"].shape[1]:]
             for i, row in zip(idx, new, strict=True):
                 outputs[i] = self.tokenizer.decode(row, skip_special_tokens=True)
         return outputs
+
+
+class _StopWhen(StoppingCriteria):
+    """Ends every sequence of the batch as soon as ``stop()`` is true (checked once per step)."""
+
+    def __init__(self, stop: Callable[[], bool]) -> None:
+        self.stop = stop
+
+    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
+        return torch.full((input_ids.shape[0],), self.stop(), dtype=torch.bool,
+                          device=input_ids.device)

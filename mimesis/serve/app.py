@@ -12,20 +12,25 @@ Endpoints (all JSON; errors are OpenAI-shaped ``{"error": {"message", "type", "p
 * ``GET /ep/{episode_id}/private`` — the episode's reasoning, flags and raw generations.
 * ``DELETE /ep/{episode_id}``, ``GET /v1/models``, ``GET /health``, ``GET /stats``.
 
-Request bodies over ``max_body_bytes`` get 413; ``max_tokens`` over the limit, streaming,
-``n`` ≠ 1, out-of-range numbers and malformed bodies get 400 (the connection stays open).
+Request bodies over ``max_body_bytes`` get 413, bodies not received within ``deadline_s`` 408;
+requests over a limit of :mod:`mimesis.serve.limits` (messages, characters, scenario,
+``max_tokens``, ``n``, streaming), out-of-range numbers and malformed bodies get 400 (the
+connection stays open); every 4xx body names the field (``param``) and the limit. A request's
+work is cancelled when it runs past ``deadline_s`` (504) or its client leaves
+(:mod:`mimesis.serve.deadline`).
 Loopback (``127.0.0.1``) by default; any other host needs ``api_key`` (:func:`check_bind`).
 Two scopes: ``api_key`` for the agent endpoints, ``private_key`` alone for ``/private``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,6 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mimesis.schemas import Scenario
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig, check_bind
+from mimesis.serve.deadline import within_deadline
 from mimesis.serve.schemas import APIError, BodyTooLarge, ChatCompletionRequest, PrivateView
 from mimesis.serve.service import SimulatorService
 
@@ -72,7 +78,7 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
     app.state.service = service
     _install_error_handlers(app)
     app.add_middleware(Gate, max_body_bytes=config.max_body_bytes, api_key=config.api_key,
-                       private_key=config.private_key)
+                       private_key=config.private_key, body_timeout_s=config.deadline_s)
     app.add_middleware(CrashGuard)
 
     @app.get("/health")
@@ -85,21 +91,24 @@ def create_app(simulator: BatchingSimulator, config: ServeConfig | None = None,
         return {"object": "list", "data": [{"id": config.model_name, "object": "model",
                                             "created": started, "owned_by": "mimesis"}]}
 
+    def bounded(request: Request, work: Awaitable[dict]) -> Awaitable[dict]:
+        return within_deadline(work, request.receive, config.deadline_s)
+
     @app.post("/v1/chat/completions")
-    async def stateless(body: ChatCompletionRequest) -> dict:
-        return await service.stateless(body)
+    async def stateless(request: Request, body: ChatCompletionRequest) -> dict:
+        return await bounded(request, service.stateless(body))
 
     @app.post("/ep/{episode_id}/v1/chat/completions")
-    async def episode(episode_id: str, body: ChatCompletionRequest) -> dict:
-        return await service.episode(episode_id, body)
+    async def episode(request: Request, episode_id: str, body: ChatCompletionRequest) -> dict:
+        return await bounded(request, service.episode(episode_id, body))
 
     @app.post("/sim/v1/chat/completions")
-    async def stateless_sim(body: ChatCompletionRequest) -> dict:
-        return await service.stateless(body, "simulator")
+    async def stateless_sim(request: Request, body: ChatCompletionRequest) -> dict:
+        return await bounded(request, service.stateless(body, "simulator"))
 
     @app.post("/sim/ep/{episode_id}/v1/chat/completions")
-    async def episode_sim(episode_id: str, body: ChatCompletionRequest) -> dict:
-        return await service.episode(episode_id, body, "simulator")
+    async def episode_sim(request: Request, episode_id: str, body: ChatCompletionRequest) -> dict:
+        return await bounded(request, service.episode(episode_id, body, "simulator"))
 
     @app.get("/ep/{episode_id}/private")
     async def private(episode_id: str) -> PrivateView:
@@ -125,13 +134,15 @@ class Gate:
     ``/ep/{id}/private`` needs ``private_key`` (the agents' ``api_key`` is refused there; with
     keys but no ``private_key`` it is closed); every other path but ``/health`` needs
     ``api_key`` when set. The body is read here, up to ``max_body_bytes`` (a larger declared
-    ``Content-Length`` is refused without reading), and replayed to the app.
+    ``Content-Length`` is refused without reading) and within ``body_timeout_s`` (a client that
+    trickles its body gets 408 instead of holding the request open), and replayed to the app.
     """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int, api_key: str | None = None,
-                 private_key: str | None = None) -> None:
+                 private_key: str | None = None, body_timeout_s: float = 60.0) -> None:
         self.app, self.max_body_bytes = app, max_body_bytes
         self.api_key, self.private_key = api_key, private_key
+        self.body_timeout_s = body_timeout_s
 
     def _refusal(self, path: str, authorization: str) -> APIError | None:
         if path in OPEN_PATHS:
@@ -141,14 +152,14 @@ class Gate:
                 if self.api_key is None:
                     return None  # no keys at all: loopback development
                 return APIError(403, "/private is closed: the server was started without "
-                                "--private-key", code="private_disabled")
+                                "--private-key", param="authorization", code="private_disabled")
             return None if _key_ok(authorization, self.private_key) else APIError(
                 401, "/private needs the private key (Authorization: Bearer <private key>)",
-                code="invalid_api_key")
+                param="authorization", code="invalid_api_key")
         if self.api_key is None or _key_ok(authorization, self.api_key):
             return None
         return APIError(401, "missing or wrong API key (Authorization: Bearer <key>)",
-                        code="invalid_api_key")
+                        param="authorization", code="invalid_api_key")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -164,19 +175,20 @@ class Gate:
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             await _error(BodyTooLarge(self.max_body_bytes))(scope, receive, send)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # client went away
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                await _error(BodyTooLarge(self.max_body_bytes))(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                chunks = await self._read_body(receive)
+        except TimeoutError:
+            await _error(APIError(408, f"the request body did not arrive within this server's "
+                                  f"deadline of {self.body_timeout_s:g} s (mimesis serve "
+                                  "--deadline-s)", param="body", code="request_timeout")
+                         )(scope, receive, send)
+            return
+        except BodyTooLarge as err:
+            await _error(err)(scope, receive, send)
+            return
+        if chunks is None:
+            return  # client went away
         replayed = False
 
         async def replay() -> Message:
@@ -187,6 +199,25 @@ class Gate:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read_body(self, receive: Receive) -> list[bytes] | None:
+        """The body's chunks (``None``: the client left first).
+
+        Raises:
+            BodyTooLarge: more than ``max_body_bytes`` arrived.
+        """
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise BodyTooLarge(self.max_body_bytes)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks
 
 
 class CrashGuard:
@@ -240,15 +271,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         first: dict[str, Any] = (err.errors() or [{}])[0]
         loc = [str(p) for p in first.get("loc", ()) if p != "body"]
         if first.get("type") == "json_invalid":
-            return _error(APIError(400, "request body is not valid JSON", code="invalid_json"))
+            return _error(APIError(400, "request body is not valid JSON", param="body",
+                                   code="invalid_json"))
         param = ".".join(loc) or None
         message = f"{first.get('msg', 'invalid request')}" + (f" ({param})" if param else "")
         return _error(APIError(400, message, param=param, code="invalid_value"))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code)
-        return _error(APIError(err.status_code, str(err.detail), code=code))
+        code, param = {404: ("not_found", "path"), 405: ("method_not_allowed", "method")}.get(
+            err.status_code, (None, None))
+        return _error(APIError(err.status_code, str(err.detail), param=param, code=code))
     # Any other exception: CrashGuard (500, connection kept).
 
 

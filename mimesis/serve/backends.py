@@ -17,7 +17,7 @@ hidden goal. Backends are called from the batching worker thread only, token cou
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,8 +30,22 @@ VLLM_MISSING = ("the vllm backend needs vLLM and a CUDA GPU: pip install 'mimesi
 _GENERATION_MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
+StopFn = Callable[[], bool]
+"""Asked by a backend during generation: true once nobody waits for the outputs any more."""
+
+
 class BackendUnavailableError(RuntimeError):
     """The requested backend cannot run here (e.g. vLLM not installed)."""
+
+
+class GenerationCancelled(RuntimeError):
+    """A generation was stopped because ``stop()`` said so; its outputs are abandoned."""
+
+
+def check_stop(stop: StopFn | None) -> None:
+    """Raise :class:`GenerationCancelled` when ``stop`` says the outputs are no longer wanted."""
+    if stop is not None and stop():
+        raise GenerationCancelled("nobody waits for this generation any more")
 
 
 @dataclass(frozen=True)
@@ -59,8 +73,13 @@ class Backend(Protocol):
     name: str
     max_prompt_tokens: int | None  # prompt budget of a view (None: no limit)
 
-    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
-        """One raw continuation (assistant role) per message list, in order."""
+    def generate(self, batch: Sequence[Messages], sampling: Sampling,
+                 stop: StopFn | None = None) -> list[str]:
+        """One raw continuation (assistant role) per message list, in order.
+
+        ``stop`` is asked as often as the engine allows (transformers: every decode step);
+        once true the backend raises :class:`GenerationCancelled` instead of returning.
+        """
         ...
 
     def count_tokens(self, text: str) -> int:
@@ -87,7 +106,9 @@ class FunctionBackend:
         self.name = name
         self.max_prompt_tokens = max_prompt_tokens
 
-    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+    def generate(self, batch: Sequence[Messages], sampling: Sampling,
+                 stop: StopFn | None = None) -> list[str]:
+        check_stop(stop)  # a plain function cannot be interrupted: asked before it only
         return self.generate_fn(list(batch))
 
     def count_tokens(self, text: str) -> int:
@@ -124,15 +145,19 @@ class TransformersBackend(_TokenizerCounts):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.batch_size, self.max_prompt_tokens = batch_size, max_prompt_tokens
 
-    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+    def generate(self, batch: Sequence[Messages], sampling: Sampling,
+                 stop: StopFn | None = None) -> list[str]:
         from mimesis.models.generation import ChatGenerator, GenerationConfig
 
+        check_stop(stop)
         config = GenerationConfig(max_new_tokens=sampling.max_tokens,
                                   temperature=sampling.temperature, top_p=sampling.top_p,
                                   batch_size=self.batch_size,
                                   max_prompt_tokens=self.max_prompt_tokens)
         generator = ChatGenerator(self.model, self.tokenizer, config, name=self.name)
-        return generator.generate(batch, desc="serve", seed=sampling.seed)
+        texts = generator.generate(batch, desc="serve", seed=sampling.seed, stop=stop)
+        check_stop(stop)  # stopped mid-way: the texts are cut short, never to be sent
+        return texts
 
 
 def vllm_sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
@@ -217,7 +242,11 @@ class VLLMBackend(_TokenizerCounts):
                             gpu_memory_utilization=gpu_memory_utilization,
                             max_model_len=max_model_len, seed=seed, **llm_kwargs)
 
-    def generate(self, batch: Sequence[Messages], sampling: Sampling) -> list[str]:
+    def generate(self, batch: Sequence[Messages], sampling: Sampling,
+                 stop: StopFn | None = None) -> list[str]:
+        # LLM.generate is one blocking call: ``stop`` is asked before it only; a started call
+        # runs to its end (at most max_tokens_limit new tokens per sequence).
+        check_stop(stop)
         prompts = build_vllm_prompts(self.tokenizer, batch, self.max_prompt_tokens)
         params = self._sampling_params(**vllm_sampling_kwargs(sampling))
         outputs = self.llm.generate(prompts, params, use_tqdm=False)

@@ -16,12 +16,19 @@ encode leaves that batch unpadded (``ValueError: Unable to create tensor``).
 
 When a group's call raises, its requests are run again one at a time, so a request that breaks
 generation fails alone (:class:`GenerationError`) and the others of its batch are answered.
+
+A request whose caller stops waiting (its deadline passed, its client left: the awaiting task is
+cancelled, and with it the request's future) is abandoned: dropped before generation when still
+queued, and a running generation is stopped (``stop`` of
+:meth:`~mimesis.serve.backends.Backend.generate`, asked between decode steps) once every request
+of its group is abandoned, so the worker is free for the next batch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -30,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from mimesis.schemas import Scenario, Turn
-from mimesis.serve.backends import Backend, Sampling
+from mimesis.serve.backends import Backend, GenerationCancelled, Sampling
 from mimesis.serve.fitting import PromptTooLongError, fit_view
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
@@ -68,6 +75,8 @@ class _Item:
     state: UserState
     sampling: Sampling
     future: asyncio.Future
+    # Set on the event loop when the future is cancelled; read by the worker thread.
+    abandoned: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -81,6 +90,7 @@ class BatchStats:
     completion_tokens: int = 0
     retried_batches: int = 0  # groups rerun one request at a time after an error
     failed_requests: int = 0  # requests answered with GenerationError
+    abandoned_requests: int = 0  # dropped or stopped because nobody waited for them any more
     sizes: dict[int, int] = field(default_factory=dict)
 
 
@@ -169,7 +179,9 @@ class BatchingSimulator:
         if self._queue is None or self._worker is None:
             raise RuntimeError("BatchingSimulator.start() was not called")
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Item(agent_message, state, sampling, future))
+        item = _Item(agent_message, state, sampling, future)
+        future.add_done_callback(lambda f: item.abandoned.set() if f.cancelled() else None)
+        await self._queue.put(item)
         return await future
 
     async def _work(self) -> None:
@@ -186,7 +198,9 @@ class BatchingSimulator:
                 except (asyncio.QueueEmpty, TimeoutError):
                     break
                 batch.append(item)
-            batch = [item for item in batch if not item.future.cancelled()]
+            waiting = [item for item in batch if not item.future.cancelled()]
+            self.stats.abandoned_requests += len(batch) - len(waiting)
+            batch = waiting
             if not batch:
                 continue
             try:
@@ -209,6 +223,10 @@ class BatchingSimulator:
         outcomes: list[TurnResult | BaseException] = [RuntimeError("not run")] * len(batch)
         groups: dict[Sampling, list[int]] = defaultdict(list)
         for i, item in enumerate(batch):
+            if item.abandoned.is_set():
+                outcomes[i] = GenerationCancelled("abandoned before generation")
+                self.stats.abandoned_requests += 1
+                continue
             try:
                 self.check_fits(item.agent_message, item.state)
             except PromptTooLongError as err:
@@ -230,6 +248,9 @@ class BatchingSimulator:
         per request, so only the requests that fail on their own get an error."""
         try:
             return self._next_messages(batch, idx, sampling)
+        except GenerationCancelled as err:  # every caller left: nothing to isolate or retry
+            self.stats.abandoned_requests += len(idx)
+            return [err] * len(idx)
         except Exception as err:  # noqa: BLE001 - any engine error: isolate the request at fault
             if len(idx) == 1:
                 return [self._failed(err)]
@@ -240,14 +261,20 @@ class BatchingSimulator:
         for i in idx:
             try:
                 outcomes += self._next_messages(batch, [i], sampling)
+            except GenerationCancelled as err:
+                self.stats.abandoned_requests += 1
+                outcomes.append(err)
             except Exception as err:  # noqa: BLE001 - answered to this request alone
                 outcomes.append(self._failed(err))
         return outcomes
 
     def _next_messages(self, batch: Sequence[_Item], idx: list[int],
                        sampling: Sampling) -> list[TurnResult]:
+        def stop() -> bool:
+            return all(batch[i].abandoned.is_set() for i in idx)
+
         def generate(views: list) -> list[str]:
-            return self.backend.generate([self.fit(v) for v in views], sampling)
+            return self.backend.generate([self.fit(v) for v in views], sampling, stop=stop)
 
         replies = self._make_sim(generate).next_messages(
             [(batch[i].agent_message, batch[i].state) for i in idx])
