@@ -130,7 +130,8 @@ class AgentEvaluateParams(AgentEvalParams):
 
 # ----------------------------------------------------------------------------- run
 def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path], corpus: Path,
-                         out_dir: Path, p: AgentEvaluateParams) -> dict[str, Any]:
+                         out_dir: Path, p: AgentEvaluateParams, mlflow_traces: int = 0
+                         ) -> dict[str, Any]:
     """Evaluate ``agents`` under the frozen and the unseen users; write the report.
 
     Args:
@@ -141,6 +142,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         corpus: Held-out conversations of the ``replay`` user (``<label>/test.jsonl``).
         out_dir: Where the report goes.
         p: The params.
+        mlflow_traces: Episodes logged as MLflow traces (:mod:`mimesis.traces`), spread evenly
+            over the agent × user runs (each run's share evenly over its episodes); 0 = none.
 
     Returns:
         ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n, format_compliance,
@@ -178,6 +181,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     from mimesis.io import write_jsonl
     from mimesis.rl.agent_training import AgentRLParams
     from mimesis.rl.frozen_user import load_user
+    from mimesis.traces import flush as flush_traces
+    from mimesis.traces import log_episode_traces, sample_evenly
 
     started = time.perf_counter()
     check_arms(agents, p)
@@ -194,16 +199,22 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     episodes: list[dict[str, Any]] = []
     outcomes: list[dict[str, Any]] = []
 
+    per_run = -(-mlflow_traces // (len(loaders) * len(users)))  # ceil: every run gets a share
+
     def keep(agent: str, user: str, records: list) -> None:
         outcomes.extend(outcome_rows(agent, user, records))
-        episodes.extend({"agent": agent, "user": user, **r.model_dump(
+        rows = [{"agent": agent, "user": user, **r.model_dump(
             mode="json", exclude={"prompt_ids", "completion_ids", "env_mask", "logprobs",
-                                  "turn_ids"})} for r in records)
+                                  "turn_ids"})} for r in records]
+        episodes.extend(rows)
+        # logged as each run ends: MLflow writes them in the background while the next run plays
+        log_episode_traces(sample_evenly(rows, per_run), "evaluate_agents")
 
     try:
         rows = evaluate_agents(loaders, users, p.core(), on_episodes=keep)
     finally:
         release(unseen)
+        flush_traces()
     diffs = paired_differences(outcomes, p.comparisons, p.n_bootstrap, p.ci, p.seed)
     seen = seen_users(agents, p.unseen_users)
     for d in diffs:  # a pair scored under one arm's own training user is not an unseen test

@@ -48,7 +48,8 @@ def episode_rows(episodes: list[tuple[int, Any]]) -> list[dict[str, Any]]:
 
 
 def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
-    """``meta.json``, ``train_log.json``, ``episodes.jsonl`` and the MLflow artifacts of a run.
+    """``meta.json``, ``train_log.json``, ``episodes.jsonl`` and the MLflow artifacts of a run,
+    with a sample of the episodes (``meta["params"]["mlflow_traces"]``) as MLflow traces.
 
     Args:
         out_dir: Stage output folder.
@@ -62,9 +63,17 @@ def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
     write_json(out_dir / "meta.json", meta)
     write_json(out_dir / "train_log.json", {"log_history": trainer.state.log_history,
                                             "rewards": trainer.history})
-    write_jsonl(out_dir / "episodes.jsonl", episode_rows(trainer.episodes))
+    rows = episode_rows(trainer.episodes)
+    write_jsonl(out_dir / "episodes.jsonl", rows)
     if mlflow.active_run() is None:
         return
+    from mimesis.traces import flush, log_episode_traces, sample_evenly
+
+    # distill_agent's meta has no user: its csd arm trains against the frozen simulator
+    user = (meta.get("user") or {}).get("kind", "frozen")
+    log_episode_traces(sample_evenly(rows, int(meta["params"].get("mlflow_traces", 0))),
+                       stage.split("/")[0], agent=meta.get("arm", stage), user=user)
+    flush()
     fig = reward_figure(trainer.history, stage)
     mlflow.log_figure(fig, "rewards.png")
     plt.close(fig)

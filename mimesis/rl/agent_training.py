@@ -89,6 +89,7 @@ class AgentRLParams:
     vllm_server_port: int = 8000
     vllm_gpu_memory_utilization: float = 0.3  # vllm-colocate: share of each GPU for vLLM
     dynamic_sampling: DynamicSamplingParams = field(default_factory=DynamicSamplingParams)
+    mlflow_traces: int = 8  # trained episodes logged as MLflow traces (a sample); 0 = none
     seed: int = 13
     profile: str = "default"
 

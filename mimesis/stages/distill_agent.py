@@ -39,7 +39,7 @@ from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "distill_agent"
-_NO_RESUME = ("keep_checkpoints",)
+_NO_RESUME = ("keep_checkpoints", "mlflow_traces")
 _OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl", "notes.jsonl")
 
 

@@ -18,7 +18,9 @@ The simulator's realism is the ``evaluate_user`` stage (it needs no agent).
 Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``, paired
 differences under ``agents.diff``, rates under ``fact_reveal``), ``agents.md``, ``agents.json``,
 ``agent_episodes.jsonl``, ``plots/{agents,agent_diffs}.png``, ``fact_reveal.md`` and
-``fact_reveal.json``. Everything is also logged to the MLflow run ``evaluate_agents``.
+``fact_reveal.json``. Everything is also logged to the MLflow run ``evaluate_agents``, and the
+episodes (up to ``mlflow_traces``) as MLflow traces: a session per episode, a trace per agent
+turn, never the simulator's reasoning or its scenario (:mod:`mimesis.traces`).
 
 Run: ``python -m mimesis.stages.evaluate_agents --freeze-user data/freeze_user --label data/label
 --sft-agent data/sft_agent --train-agent data/train_agent --distill-agent data/distill_agent
@@ -50,10 +52,14 @@ class EvaluateAgentsParams:
     Attributes:
         agents: The agent evaluation (:class:`~mimesis.eval.agent_run.AgentEvaluateParams`).
         fact_reveal: The fact-reveal check (:class:`~mimesis.eval.fact_reveal.FactRevealParams`).
+        mlflow_traces: Evaluation episodes logged as MLflow traces, one per agent turn, a
+            session per episode (:mod:`mimesis.traces`); spread evenly over the agent × user
+            runs when there are more; 0 = none.
     """
 
     agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
     fact_reveal: FactRevealParams = field(default_factory=FactRevealParams)
+    mlflow_traces: int = 200
     seed: int = 0
     profile: str = "default"
 
@@ -92,7 +98,8 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
             from mimesis.eval.agent_run import run_agent_evaluation
 
             metrics["agents"] = run_agent_evaluation(
-                freeze_user_dir, agents, label_dir / "test.jsonl", out_dir, params.agents)
+                freeze_user_dir, agents, label_dir / "test.jsonl", out_dir, params.agents,
+                params.mlflow_traces)
         else:
             (out_dir / "agents.md").write_text("Agent evaluation disabled "
                                                "(evaluate_agents.agents.enabled: false).\n")

@@ -39,7 +39,8 @@ from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "sft_agent"
-_NO_RESUME = ("keep_checkpoints", "max_concurrent")  # do not change what training computes
+# do not change what training computes
+_NO_RESUME = ("keep_checkpoints", "max_concurrent", "mlflow_traces")
 _OUTPUTS = ("model", "meta.json", "train_log.json", "traces.jsonl", "rejects.jsonl")
 _TRAIN_ENVS = ["FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym"]
 
@@ -69,6 +70,7 @@ class SftAgentParams:
     save_steps: int = 8  # checkpoint every N optimizer steps (resume granularity)
     keep_checkpoints: bool = False
     lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # as train_agent
+    mlflow_traces: int = 8  # expert episodes logged as MLflow traces (a sample); 0 = none
     seed: int = 13
     profile: str = "default"
 
@@ -100,6 +102,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
     from mimesis.models.base import base_dir, load_base
     from mimesis.rl import expert_sft as sft
     from mimesis.rl.frozen_user import FrozenGuard, load_user
+    from mimesis.traces import log_episode_traces, sample_evenly
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
     from mimesis.train.stage_helpers import clear_outputs
@@ -113,6 +116,9 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
         traces = sft.triage(sft.play_experts(user, tokenizer, params), tokenizer.eos_token_id,
                             params.min_reward)
         timing = {"rollout_seconds": round(time.perf_counter() - started, 1)}
+        log_episode_traces(sample_evenly(traces.kept + [e for e, _ in traces.rejected],
+                                         params.mlflow_traces), STAGE, agent="expert",
+                           user="frozen")
         inputs["traces.jsonl"] = sft.write_traces(out_dir, traces)
         counts = sft.report_traces(traces)  # raises when nothing was kept
         decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
