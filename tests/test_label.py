@@ -223,6 +223,12 @@ def test_run_end_to_end_counts_reconcile_and_every_label_has_sources(curate_dir,
     assert run.data.metrics["gold.turns"] == 80
     assert 0 < run.data.metrics["gold.test.turns"] < 80
     assert (out / "quality.json").is_file()
+    block = json.loads((out / "quality.json").read_text())["independent"]  # every run
+    assert block["turns"] >= 200 and set(block["scores"]) == {"all", "random"}
+    assert "micro" in block["scores"]["all"] and block["kappa"]["B2"]["n"] == block["overlap_turns"]
+    assert 0 <= run.data.metrics["label_independent_micro_precision"] <= 1
+    assert "label_independent_micro_recall_lo" in run.data.metrics
+    assert "independent_kappa.json" in artifacts
 
 
 def test_learned_mode_labels_come_from_the_learned_labeller(curate_dir, tmp_path, monkeypatch):

@@ -66,12 +66,16 @@ class LearnedParams:
     embed_chars: int = 600  # characters of each text embedded (MiniLM keeps <= 128 tokens)
     embeddings: bool = False  # behaviour models also read MiniLM embeddings (cross-validated on
     # the 510 labelled turns they lowered micro P/R over B1-B13 from 0.76/0.39 to 0.73/0.30)
+    precision_floor: float = 0.5  # a behaviour whose cross-validated precision on the labelled
+    # set is below this (or that is never predicted there) abstains
 
     def __post_init__(self) -> None:
         if self.folds < 2 or self.inner_folds < 2:
             raise ValueError("learned.folds and learned.inner_folds must be >= 2")
         if not 0 < self.target_precision <= 1 or self.regularization <= 0:
             raise ValueError("need 0 < target_precision <= 1 and regularization > 0")
+        if not 0 <= self.precision_floor <= 1:
+            raise ValueError("need 0 <= precision_floor <= 1")
         if self.min_positives < 3 or self.min_predicted < 1 or self.embed_chars < 1:
             raise ValueError("need min_positives >= 3, min_predicted >= 1, embed_chars >= 1")
 

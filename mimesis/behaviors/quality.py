@@ -51,6 +51,7 @@ class Quality:
     n_turns: int
     rule_traits: tuple[str, ...] = ()
     rows: dict[str, tuple[str, ...]] | None = None
+    abstain: dict[str, str] | None = None  # behaviour -> why the fitted labeller never emits it
 
 
 def _stratum(labels: set[str]) -> tuple[bool, ...]:
@@ -104,7 +105,7 @@ def gold_inputs(gold: Sequence[GoldTurn]) -> list[learned.TurnInput]:
     return out
 
 
-def _annotated(gold: Sequence[GoldTurn], rules: Sequence[RuleResult],
+def annotated_behaviors(gold: Sequence[GoldTurn], rules: Sequence[RuleResult],
                annotator: Annotator) -> list[set[str]] | None:
     views = [TurnView(utterance=g.text, prev_agent=g.prev_agent,
                       labels=(*r.behaviors, *r.traits), first=not g.prev_agent)
@@ -136,7 +137,7 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     parts = split_gold(gold)
     rule_sets = [set(i.rules.behaviors) | set(i.rules.traits) for i in inputs]
     preds: dict[str, list[set[str]]] = {"rules": rule_sets}
-    if (model := _annotated(gold, [i.rules for i in inputs], annotator)) is not None:
+    if (model := annotated_behaviors(gold, [i.rules for i in inputs], annotator)) is not None:
         preds["annotator"] = [m | set(r.traits) for m, r in
                               zip(model, (i.rules for i in inputs), strict=True)]
         preds["union"] = [m | r for m, r in zip(model, rule_sets, strict=True)]
@@ -165,8 +166,36 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "mixed", "learned"], TEST),
               CV: scored(["mixed", "learned"], CV)}
     final = learned.fit(x, y, groups, LABELS, params, seed, keys)
+    abstain = abstentions(final, score(truth, oof, BEHAVIOR_IDS, 1), y, params)
+    for b in abstain:  # an infinite threshold never fires; the model stays for inspection
+        if b in final.models:
+            final.models[b].threshold = float("inf")
     return Quality(scores, final, len(gold), rule_traits,
-                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()})
+                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()}, abstain)
+
+
+def abstentions(labeller: learned.LearnedLabeller, cv: dict[str, Score], y: np.ndarray,
+                params: learned.LearnedParams) -> dict[str, str]:
+    """Behaviours the fitted labeller must not emit, each with its reason: too few hand-labelled
+    positives for a model, no threshold reaching ``target_precision`` on inner folds, or a
+    cross-validated precision (``cv``: out-of-fold scores on the labelled set) below
+    ``precision_floor``, or no out-of-fold prediction at all (nothing to judge it by).
+
+    Args:
+        y: Hand labels, shape ``(n, len(LABELS))``, for the positive counts.
+    """
+    out = {}
+    for b in BEHAVIOR_IDS:
+        positives = int(y[:, LABELS.index(b)].sum())
+        model = labeller.models.get(b)
+        if model is None:
+            out[b] = f"{positives} hand-labelled positives (< min_positives {params.min_positives})"
+        elif not np.isfinite(model.threshold):
+            out[b] = f"no threshold reaches precision {params.target_precision} on inner folds"
+        elif cv[b].predicted == 0 or cv[b].precision < params.precision_floor:
+            out[b] = (f"cross-validated precision {cv[b].precision:.2f} on {cv[b].predicted} "
+                      f"predictions (floor {params.precision_floor})")
+    return out
 
 
 def metrics(quality: Quality) -> dict[str, float]:
@@ -187,7 +216,7 @@ def metrics(quality: Quality) -> dict[str, float]:
 
 def table(quality: Quality) -> dict:
     """JSON-ready figures per part, labeller, group and label (for ``quality.json``)."""
-    return {"turns": quality.n_turns,
+    return {"turns": quality.n_turns, "abstaining": dict(quality.abstain or {}),
             "parts": {TEST: "held-out half of the labelled set (rules never tuned on it)",
                       CV: "all turns, grouped cross-validation (learned and mixed only)",
                       "turns": {p: len(k) for p, k in (quality.rows or {}).items()}},

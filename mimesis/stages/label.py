@@ -20,7 +20,11 @@ labeller and ``mixed`` by grouped cross-validation and on the test part; per-lab
 precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes them to
 ``<out>/quality.json``, and, with ``combine: mixed`` or ``learned``, labels with the learned
 labeller fitted on the whole set (``mixed``: its behaviours, plus the annotator's when it gives
-any; each trait from the labeller better on the dev part).
+any; each trait from the labeller better on the dev part). Behaviours whose cross-validated
+precision on that set is below ``learned.precision_floor`` abstain. The labeller is then scored
+on the independent set (``mimesis.behaviors.independent``: turns from other conversations,
+labelled blind to it), with Cohen's kappa per behaviour between the two sets' labels on their
+overlap; ``quality.json`` carries it as ``independent``, MLflow as ``label_independent_*``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mimesis.behaviors import learned, quality
+from mimesis.behaviors import independent, learned, quality
 from mimesis.behaviors.annotator import AnnotatorParams, make_annotator
 from mimesis.behaviors.gold import load_gold
 from mimesis.behaviors.labeling import COMBINE_MODES, STAGE, Outcome, label_conversations
@@ -99,6 +103,8 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         embed = make_embedder() if params.learned.embeddings else None
         figures = quality.measure(load_gold(), annotator, embed, params.learned,
                                   params.n_bootstrap, params.seed)
+        transfer = independent.measure(figures, annotator, embed, params.learned,
+                                       params.n_bootstrap, params.seed)
         outcome = label_conversations(
             [c for split in SPLITS for c in sampled[split]], annotator,
             max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
@@ -106,7 +112,7 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
             learn=_learner(figures.labeller, embed, params.learned),
             rule_traits=figures.rule_traits if params.combine == "mixed" else ())
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_json(out_dir / "quality.json", quality.table(figures))
+        write_json(out_dir / "quality.json", {**quality.table(figures), "independent": transfer})
         for split in SPLITS:
             write_jsonl(out_dir / f"{split}.jsonl", outcome.labelled.get(split, []))
         rejects = [r for split in SPLITS for r in input_rejects[split]] + outcome.rejects
@@ -115,9 +121,10 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         counts["seconds"] = round(time.time() - start, 1)
         write_json(out_dir / "counts.json", counts)
         log_to_mlflow(counts, {t.name: t.source for t in annotator.templates.values()})
-        mlflow_log_quality(figures)
+        mlflow_log_quality(figures, transfer)
     print_summary(counts)
     print_quality(figures)
+    print_independent(transfer)
     return out_dir
 
 
@@ -126,12 +133,26 @@ def _learner(labeller: learned.LearnedLabeller, embed: learned.Embed | None,
     return lambda items: labeller.predict(learned.featurize(items, embed, params.embed_chars))
 
 
-def mlflow_log_quality(figures: quality.Quality) -> None:
-    """The labellers' figures on the labelled set as metrics, and ``quality.json``."""
+def mlflow_log_quality(figures: quality.Quality, transfer: dict) -> None:
+    """The labellers' figures on the labelled set and on the independent set as metrics,
+    ``quality.json`` and the kappa table (``independent_kappa.json``) as artifacts."""
     import mlflow
 
-    mlflow.log_metrics(quality.metrics(figures))
-    mlflow.log_dict(quality.table(figures), "quality.json")
+    mlflow.log_metrics({**quality.metrics(figures), **independent.metrics(transfer)})
+    mlflow.log_dict({**quality.table(figures), "independent": transfer}, "quality.json")
+    mlflow.log_dict(transfer["kappa"], "independent_kappa.json")
+
+
+def print_independent(transfer: dict) -> None:
+    """Micro P/R (95% CI) on the independent set, the abstaining behaviours and the kappas."""
+    m = transfer["scores"]["all"]["micro"]
+    print(f"label independent ({transfer['turns']} turns): behaviors P {m['precision']:.2f} "
+          f"[{m['precision_lo']:.2f}, {m['precision_hi']:.2f}] R {m['recall']:.2f} "
+          f"[{m['recall_lo']:.2f}, {m['recall_hi']:.2f}]; abstaining: "
+          f"{sorted(transfer['abstaining']) or 'none'}")
+    kappas = {b: k["kappa"] for b, k in transfer["kappa"].items() if k["kappa"] is not None}
+    print(f"label kappa on {transfer['overlap_turns']} overlap turns: "
+          + ", ".join(f"{b} {k:.2f}" for b, k in kappas.items()))
 
 
 def print_quality(figures: quality.Quality) -> None:
