@@ -41,6 +41,41 @@ def reward_figure(history: list[dict[str, float]], title: str):
     return fig
 
 
+def write_plot_data(plots_dir: Path, arm: str, history: list[dict[str, float]],
+                    log_history: list[dict[str, Any]]) -> None:
+    """The training curves as CSV for ``dvc plots`` (dvc.yaml ``plots:``), one row per step:
+
+    - ``rewards.csv``: ``step, arm, env, reward`` (mean episode reward; ``env`` = ``all`` for
+      the mean over every env, plotted per env by configs/dvc_plots/by_env.json);
+    - ``groups.csv``: ``step, arm, raw_signal_frac, kept_signal_frac`` (share of GRPO groups
+      with reward variance before / after dynamic sampling: the learning signal);
+    - ``loss.csv``: ``step, arm, loss`` (TRL's logged training loss).
+
+    Args:
+        plots_dir: Created if missing; the three files are rewritten.
+        arm: The arm's name (a column, so arms share one plot).
+        history: ``TurnCreditGRPOTrainer.history`` rows.
+        log_history: ``trainer.state.log_history`` (TRL's logs; rows with ``loss`` are kept).
+    """
+    import csv
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "rewards.csv": (["step", "arm", "env", "reward"], [
+            [row["step"], arm, "all" if k == "reward" else k.removeprefix("reward/"), row[k]]
+            for row in history for k in sorted(row)
+            if k == "reward" or (k.startswith("reward/") and k.count("/") == 1)]),
+        "groups.csv": (["step", "arm", "raw_signal_frac", "kept_signal_frac"], [
+            [row["step"], arm, row["groups/raw_signal_frac"], row["groups/kept_signal_frac"]]
+            for row in history if "groups/raw_signal_frac" in row]),
+        "loss.csv": (["step", "arm", "loss"], [[row["step"], arm, row["loss"]]
+                                               for row in log_history if "loss" in row]),
+    }
+    for name, (header, rows) in tables.items():
+        with (plots_dir / name).open("w", newline="") as f:
+            csv.writer(f).writerows([header, *rows])
+
+
 def episode_rows(episodes: list[tuple[int, Any]]) -> list[dict[str, Any]]:
     """One JSON row per episode: the step it trained and its record without token lists."""
     return [{"step": step, **episode.model_dump(mode="json", exclude=_EPISODE_TOKENS)}
@@ -48,7 +83,8 @@ def episode_rows(episodes: list[tuple[int, Any]]) -> list[dict[str, Any]]:
 
 
 def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
-    """``meta.json``, ``train_log.json``, ``episodes.jsonl`` and the MLflow artifacts of a run,
+    """``meta.json``, ``train_log.json``, ``plots/`` (:func:`write_plot_data`),
+    ``episodes.jsonl`` and the MLflow artifacts of a run,
     with a sample of the episodes (``meta["params"]["mlflow_traces"]``) as MLflow traces.
 
     Args:
@@ -63,6 +99,8 @@ def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
     write_json(out_dir / "meta.json", meta)
     write_json(out_dir / "train_log.json", {"log_history": trainer.state.log_history,
                                             "rewards": trainer.history})
+    write_plot_data(out_dir / "plots", meta.get("arm", stage), trainer.history,
+                    trainer.state.log_history)
     rows = episode_rows(trainer.episodes)
     write_jsonl(out_dir / "episodes.jsonl", rows)
     if mlflow.active_run() is None:

@@ -40,7 +40,7 @@ from mimesis.tracking import git_commit, stage_run
 
 STAGE = "distill_agent"
 _NO_RESUME = ("keep_checkpoints", "mlflow_traces")
-_OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl", "notes.jsonl")
+_OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl", "notes.jsonl", "plots")
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from mimesis.tracking import git_commit, stage_run
 STAGE = "train_agent"
 # params that do not change what training computes (difficulty acts through env_kwargs only)
 _NO_RESUME = ("keep_checkpoints", "difficulty", "mlflow_traces")
-_OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl")
+_OUTPUTS = ("model", "meta.json", "train_log.json", "episodes.jsonl", "plots")
 _STAGE_OUTPUTS = ("difficulty.json", "difficulty.md", "reward_trend.md")  # <out_dir>, every run
 
 
