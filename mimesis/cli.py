@@ -267,6 +267,11 @@ def serve(
     max_episode_bytes: Annotated[int, _o("Text bytes one episode may hold.")] = 256 * 1024,
     max_total_bytes: Annotated[int, _o("Text bytes all episodes may hold (LRU beyond).")]
     = 256 * 1024 * 1024,
+    max_messages: Annotated[int, _o("Messages per request (else 400).")] = 256,
+    max_message_chars: Annotated[int, _o("Characters per message (else 400).")] = 32_000,
+    max_total_chars: Annotated[int, _o("Characters of all messages (else 400).")] = 200_000,
+    max_scenario_chars: Annotated[int, _o("Characters of a scenario goal (else 400).")] = 4000,
+    deadline_s: Annotated[float, _o("Seconds per request; then its work stops (504).")] = 60.0,
     dtype: Annotated[str | None, _o("float32 (CPU default) / bfloat16.")] = None,
     tensor_parallel_size: Annotated[int, _o("vllm: GPUs per replica.")] = 1,
     gpu_memory_utilization: Annotated[float, _o("vllm: GPU memory share.")] = 0.85,
@@ -287,7 +292,9 @@ def serve(
             max_body_bytes=max_body_bytes, episode_ttl_s=episode_ttl, max_episodes=max_episodes,
             batch_window_ms=batch_window_ms, max_batch=max_batch, api_key=api_key,
             private_key=private_key, default_goal=goal, max_episode_bytes=max_episode_bytes,
-            max_total_bytes=max_total_bytes)
+            max_total_bytes=max_total_bytes, max_messages=max_messages,
+            max_message_chars=max_message_chars, max_total_chars=max_total_chars,
+            max_scenario_chars=max_scenario_chars, deadline_s=deadline_s)
         check_bind(host, config)  # before loading gigabytes of weights
     except ValueError as err:
         console.print(f"[red]{err}[/red]")

@@ -316,9 +316,13 @@ class BatchingSimulator:
 
 
 def _with_agent_turn(agent_message: str | None, state: UserState) -> UserState:
-    """A copy of ``state`` with the agent's message appended, as the runtime records it."""
-    state = state.model_copy(deep=True)
-    if agent_message is not None and not state.ended:
-        text = agent_message if agent_message.strip() else NO_REPLY
-        state.history.append(Turn(role="assistant", text=text))
-    return state
+    """A copy of ``state`` with the agent's message appended, as the runtime records it.
+
+    Shallow (a new history list, the same turns): it is only read, to build a view; a deep copy
+    of a long history cost more than fitting it.
+    """
+    if agent_message is None or state.ended:
+        return state.model_copy()
+    text = agent_message if agent_message.strip() else NO_REPLY
+    return state.model_copy(update={"history": [*state.history, Turn(role="assistant",
+                                                                     text=text)]})
