@@ -124,3 +124,43 @@ def test_the_sample_is_bounded_and_spread() -> None:
     assert sample_evenly(list(range(3)), 0) == []
     with mlflow.start_run(run_name="train_agent"):
         assert log_episode_traces([], "train_agent") == 0
+
+
+@pytest.mark.slow
+def test_the_evaluation_logs_its_episodes_as_sessions(tmp_path) -> None:
+    """The stage's path: run_agent_evaluation on tiny agents under the frozen simulator and the
+    agenda user logs a bounded, spread sample of its episodes, none holding their reasoning."""
+    from test_eval_pairing import ENVS, _arms, _frozen, _tiny_adapter, _user_sampling
+
+    from mimesis.eval.agent_arms import agent_sources
+    from mimesis.eval.agent_run import AgentEvaluateParams, run_agent_evaluation
+
+    train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
+    for folder in (train / "grpo", sft):
+        _tiny_adapter(folder)
+    p = AgentEvaluateParams(
+        envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=8, max_completion_tokens=256,
+        n_bootstrap=20, user=_user_sampling(), base=False, csd=False, train_agent_arms=["grpo"],
+        unseen_users=[{"name": "agenda", "kind": "agenda"}], comparisons=[["grpo", "sft"]])
+    out = tmp_path / "evaluate_agents"
+    with mlflow.start_run(run_name="evaluate_agents") as run:
+        metrics = run_agent_evaluation(_frozen(tmp_path / "freeze_user"),
+                                       agent_sources(train, distill, sft, p), tmp_path / "no.jsonl",
+                                       out, p, mlflow_traces=6)  # 4 runs of 4 episodes: 2 each
+    traces = traces_of(run)
+    episodes = [json.loads(line) for line in (out / "agent_episodes.jsonl").read_text().splitlines()]
+    sessions: dict[str, list] = {}
+    for trace in traces:
+        sessions.setdefault(trace.info.trace_metadata[SESSION], []).append(trace)
+    assert len(sessions) == 8 and metrics["mlflow_traces"] == len(traces) > 0
+    assert metrics["tracing_seconds"] > 0
+    runs = {(t[0].info.tags["mimesis.agent"], t[0].info.trace_metadata[USER])
+            for t in sessions.values()}
+    assert runs == {(a, u) for a in ("sft", "grpo") for u in ("frozen", "agenda")}
+    text = " ".join(t.to_json() for t in traces)
+    for episode in episodes:
+        for turn in episode["turns"]:
+            reasoning = (turn.get("user_reasoning") or "").strip()
+            public = " ".join(m["content"] for m in episode["messages"])
+            assert len(reasoning) < 8 or reasoning in public or reasoning not in text
+        assert episode["scenario"]["goal"] not in text

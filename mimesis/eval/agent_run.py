@@ -148,6 +148,7 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     Returns:
         ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n, format_compliance,
         mean_turns}}}}, "diff": {"<a>-<b>": {user: {env: {...}}}}, "mechanism": {...},
+        "mlflow_traces": traces logged, "tracing_seconds": s spent logging and flushing them,
         "seconds": s}`` (:func:`~mimesis.eval.agent_pairs.diff_metrics`, its users plus the
         ``unseen mean`` of the users no agent trained against;
         :func:`~mimesis.eval.claim_report.claim_metrics`; NaN as ``None``); the full rows go
@@ -200,6 +201,7 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     outcomes: list[dict[str, Any]] = []
 
     per_run = -(-mlflow_traces // (len(loaders) * len(users)))  # ceil: every run gets a share
+    traced = {"traces": 0, "seconds": 0.0}  # what tracing cost this stage (docs/tracking.md)
 
     def keep(agent: str, user: str, records: list) -> None:
         outcomes.extend(outcome_rows(agent, user, records))
@@ -208,13 +210,17 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
                                   "turn_ids"})} for r in records]
         episodes.extend(rows)
         # logged as each run ends: MLflow writes them in the background while the next run plays
-        log_episode_traces(sample_evenly(rows, per_run), "evaluate_agents")
+        started = time.perf_counter()
+        traced["traces"] += log_episode_traces(sample_evenly(rows, per_run), "evaluate_agents")
+        traced["seconds"] += time.perf_counter() - started
 
     try:
         rows = evaluate_agents(loaders, users, p.core(), on_episodes=keep)
     finally:
         release(unseen)
+        flushed = time.perf_counter()
         flush_traces()
+        traced["seconds"] += time.perf_counter() - flushed
     diffs = paired_differences(outcomes, p.comparisons, p.n_bootstrap, p.ci, p.seed)
     seen = seen_users(agents, p.unseen_users)
     for d in diffs:  # a pair scored under one arm's own training user is not an unseen test
@@ -254,7 +260,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
                                     "mean_turns")}
     return _no_nan({"by_agent": by_agent, "diff": diff_metrics(diffs), "purpose": p.purpose,
                     "mechanism": claim_metrics(elicitation, trends),
-                    "note": note.replace("**", ""),
+                    "note": note.replace("**", ""), "mlflow_traces": traced["traces"],
+                    "tracing_seconds": round(traced["seconds"], 2),
                     "seconds": round(time.perf_counter() - started, 1)})
 
 
