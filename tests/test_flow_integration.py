@@ -1,12 +1,14 @@
 """The whole pipeline under the Prefect flow on the smoke profile, in a throw-away copy of the repo.
 
 Checks the contract users rely on: every stage runs and is tracked in MLflow under one parent
-run; afterwards dvc.lock is true (``dvc status`` and ``dvc repro`` have nothing to do); a second
+run; the evaluation episodes are MLflow sessions without reasoning; dvc.yaml's plots have data;
+afterwards dvc.lock is true (``dvc status`` and ``dvc repro`` have nothing to do); a second
 flow run re-runs nothing; changing one stage's params re-runs exactly that stage.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -64,6 +66,47 @@ def _last_pipeline_ran(project: Path) -> dict[str, int]:
     return {s: int(row[f"metrics.ran_{s}"]) for s in STAGES}
 
 
+def _check_traces(project: Path, episodes: list[dict]) -> None:
+    """Every evaluation episode is an MLflow session (a trace per agent turn, its user as the
+    session's user); training rollouts are sampled; no trace holds reasoning or a scenario."""
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlflow.db'}")
+    experiment = mlflow.get_experiment_by_name("mimesis").experiment_id
+    traces = mlflow.search_traces(locations=[experiment], return_type="list")
+    evaluation = [t for t in traces if t.info.tags.get("mimesis.stage") == "evaluate_agents"]
+    turns = sum(m["role"] == "assistant" for e in episodes for m in e["messages"])
+    assert len(evaluation) == turns
+    assert len({t.info.trace_metadata["mlflow.trace.session"] for t in evaluation}) == len(episodes)
+    assert {t.info.trace_metadata["mlflow.trace.user"] for t in evaluation} == {
+        e["user"] for e in episodes}
+    for stage in ("sft_agent", "train_agent", "distill_agent"):
+        assert any(t.info.tags.get("mimesis.stage") == stage for t in traces), stage
+    text = " ".join(t.to_json() for t in evaluation)
+    for e in episodes:
+        public = " ".join(m["content"] for m in e["messages"])
+        assert e["scenario"]["goal"] not in text
+        for turn in e["turns"]:
+            reasoning = (turn.get("user_reasoning") or "").strip()
+            assert len(reasoning) < 8 or reasoning in public or reasoning not in text
+
+
+def _check_plots(project: Path) -> None:
+    """dvc.yaml's plots read files the run wrote, each with data, and `dvc plots show` renders
+    them without an error."""
+    spec = yaml.safe_load((project / "dvc.yaml").read_text())["plots"]
+    for entry in spec:
+        files = [entry] if isinstance(entry, str) else list(next(iter(entry.values()))["y"])
+        for rel in files:
+            path = project / rel
+            assert path.stat().st_size > 0, rel
+            if path.suffix == ".csv":
+                assert len(path.read_text().splitlines()) >= 2, rel  # header + data
+    shown = subprocess.run([str(BIN / "dvc"), "plots", "show", "--json"], cwd=project,
+                           env=_env(project), capture_output=True, text=True, check=True)
+    assert not json.loads(shown.stdout).get("errors"), shown.stdout[:2000]
+
+
 def params_yaml(project):
     return yaml.safe_load((project / "params.yaml").read_text())
 
@@ -98,6 +141,8 @@ def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
     assert (project / "data/evaluate_agents/plots/agents.png").stat().st_size > 1000
     assert (project / "data/evaluate_agents/plots/agent_diffs.png").stat().st_size > 1000
     assert metrics["agents"]["diff"]  # paired differences with their CIs
+    _check_traces(project, [json.loads(line) for line in episodes])
+    _check_plots(project)
     # The run summary the pipeline writes itself: the run, every stage's time, every part.
     summary = (project / "data/report/summary.md").read_text()
     assert "- profile: smoke" in summary and "not run (no " not in summary
