@@ -15,7 +15,8 @@ Writes to ``<out_dir>``: ``model/`` (adapter + tokenizer), ``meta.json``, ``trai
 ``episodes.jsonl``, ``notes.jsonl`` (every note request with its status: kept, none, empty or
 leak with reasons); ``checkpoints/`` while training (resumable, as train_agent). MLflow:
 ``reward/<env>``, ``csd/delta_real_{mean,std}``, ``csd/delta_placebo_{mean,std}``,
-``csd/delta_gap``, ``notes/<status>`` per step, ``rewards.png``, the coach prompts.
+``csd/delta_gap``, ``notes/<status>`` per step, ``rewards.png``, the coach prompts, and
+``mlflow_traces`` trained episodes as MLflow traces; ``plots/`` holds the curves for dvc plots.
 
 Run: ``python -m mimesis.stages.distill_agent --freeze-user data/freeze_user
 --sft-agent data/sft_agent --out data/distill_agent``

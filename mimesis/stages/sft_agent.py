@@ -17,7 +17,8 @@ counts), ``traces.jsonl`` (kept episodes, no token lists), ``rejects.jsonl`` (ev
 episode with its reason), ``train_log.json``; ``checkpoints/`` while training (a re-run with the
 same params, simulator, traces and base resumes from the last one; removed on success unless
 ``keep_checkpoints``). MLflow: ``traces/{played,kept}/<env>``, the loss curve, ``loss.png``,
-``train_example.txt`` (mask shown), ``traces.jsonl``, ``rejects.jsonl``.
+``train_example.txt`` (mask shown), ``traces.jsonl``, ``rejects.jsonl``; ``mlflow_traces``
+played episodes as MLflow traces (a session each, :mod:`mimesis.traces`).
 
 Run: ``python -m mimesis.stages.sft_agent --freeze-user data/freeze_user --out data/sft_agent``
 """

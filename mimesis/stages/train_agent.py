@@ -35,7 +35,8 @@ with its CI, the choice and why), ``difficulty.md`` its table; ``reward_trend.md
 every arm. MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
 ``difficulty/level_<i>/success`` and ``reward_trend.md``; a child run ``train_agent/<arm>`` per
 arm gets ``reward/<env>``, ``reward``, ``format_compliance``, ``groups/*`` per step, TRL's
-metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl``.
+metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl`` and
+``mlflow_traces`` episodes as MLflow traces; ``<arm>/plots/`` the curves for ``dvc plots``.
 
 Run: ``python -m mimesis.stages.train_agent --freeze-user data/freeze_user
 --sft-agent data/sft_agent --out data/train_agent``
