@@ -83,9 +83,9 @@ def episode_rows(episodes: list[tuple[int, Any]]) -> list[dict[str, Any]]:
 
 
 def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
-    """``meta.json``, ``train_log.json``, ``plots/`` (:func:`write_plot_data`),
-    ``episodes.jsonl`` and the MLflow artifacts of a run,
-    with a sample of the episodes (``meta["params"]["mlflow_traces"]``) as MLflow traces.
+    """``meta.json``, ``train_log.json``, ``plots/`` (:func:`write_plot_data`), ``episodes.jsonl``
+    and the MLflow artifacts of a run, with a sample of the episodes
+    (``meta["params"]["mlflow_traces"]``, spread over the steps) as MLflow traces.
 
     Args:
         out_dir: Stage output folder.
