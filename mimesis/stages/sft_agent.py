@@ -103,6 +103,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
     from mimesis.models.base import base_dir, load_base
     from mimesis.rl import expert_sft as sft
     from mimesis.rl.frozen_user import FrozenGuard, load_user
+    from mimesis.traces import flush as flush_traces
     from mimesis.traces import log_episode_traces, sample_evenly
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
@@ -120,6 +121,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
         log_episode_traces(sample_evenly(traces.kept + [e for e, _ in traces.rejected],
                                          params.mlflow_traces), STAGE, agent="expert",
                            user="frozen")
+        flush_traces()  # written before training logs its metrics to the same database
         inputs["traces.jsonl"] = sft.write_traces(out_dir, traces)
         counts = sft.report_traces(traces)  # raises when nothing was kept
         decisive = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NO_RESUME}
