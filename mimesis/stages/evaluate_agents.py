@@ -59,7 +59,7 @@ class EvaluateAgentsParams:
 
     agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
     fact_reveal: FactRevealParams = field(default_factory=FactRevealParams)
-    mlflow_traces: int = 200
+    mlflow_traces: int = 120
     seed: int = 0
     profile: str = "default"
 
