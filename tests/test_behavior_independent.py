@@ -39,7 +39,7 @@ def test_packaged_set_is_drawn_apart_with_provenance_and_declared_overlap():
 
 def test_a_leaked_or_unknown_turn_is_an_error():
     gold = load_gold()
-    with pytest.raises(GoldError, match="from a packaged conversation"):
+    with pytest.raises(GoldError, match="from a development conversation"):
         independent.split_overlap([row(gold[0].id, turn_index=gold[0].turn_index + 2)], gold)
     with pytest.raises(GoldError, match="not in the packaged set"):
         independent.split_overlap([row("nowhere", draw="overlap")], gold)

@@ -164,7 +164,7 @@ def run_stage(curate_dir: Path, out_dir: Path, monkeypatch, **overrides) -> Path
                         lambda p, seed: Annotator(CopyingBackend(), p))
     monkeypatch.setattr(stage, "make_embedder", lambda: hash_embed)
     gold = load_gold()
-    monkeypatch.setattr(stage, "load_gold", lambda: gold[:80])
+    monkeypatch.setattr(stage, "load_development", lambda: gold[:80])
     return stage.run(curate_dir, out_dir, params)
 
 

@@ -4,6 +4,11 @@ Each row is one user turn of the curated *train* split with its context (the pre
 and the agent reply before it), its behaviours and traits labelled by hand, an ``uncertain`` flag
 and a one-line reason per positive label. ``data/README.md`` gives the labelling rules and how
 the turns were drawn (``mimesis.behaviors.goldselect``).
+
+The learned labeller is fitted on the **development data** (:func:`load_development`): that set
+plus ``data/gold_dev_extra.jsonl``, further hand-labelled turns from other ShareGPT conversations
+drawn with cues for the rare behaviours (``mimesis.behaviors.devselect``; a ``{"meta": ...}``
+provenance header first). The independent set (``gold_independent.jsonl``) is never part of it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
 from mimesis.schemas import Turn
 
 GOLD_FILE = "gold.jsonl"
+DEV_EXTRA_FILE = "gold_dev_extra.jsonl"
 
 
 class GoldError(ValueError):
@@ -30,7 +36,9 @@ class GoldTurn(BaseModel):
     Attributes:
         id: Conversation id in the curated train split.
         turn_index: Index of the user turn in the conversation's ``turns``.
-        draw: ``random`` or ``enriched`` (see ``goldselect``).
+        draw: ``random`` or ``enriched`` (see ``goldselect`` and ``devselect``).
+        cue: For an enriched turn of the extra development set, the ``devselect`` cue family
+            that chose it ("" otherwise).
         prev_user, prev_agent: The context ("" when the turn opens the conversation).
         text: The user turn (clipped at 6,000 characters).
         behaviors, traits: Hand labels, catalogue ids.
@@ -41,6 +49,7 @@ class GoldTurn(BaseModel):
     id: str
     turn_index: int
     draw: str
+    cue: str = ""
     prev_user: str
     prev_agent: str
     text: str
@@ -76,6 +85,11 @@ def default_path() -> Path:
     return Path(str(resources.files("mimesis.behaviors") / "data" / GOLD_FILE))
 
 
+def default_extra_path() -> Path:
+    """Path of the extra development turns inside the installed package."""
+    return Path(str(resources.files("mimesis.behaviors") / "data" / DEV_EXTRA_FILE))
+
+
 def load_gold(path: Path | None = None) -> list[GoldTurn]:
     """The labelled turns of ``path`` (default: the packaged set), in file order.
 
@@ -99,3 +113,51 @@ def load_gold(path: Path | None = None) -> list[GoldTurn]:
         seen.add((row.id, row.turn_index))
         rows.append(row)
     return rows
+
+
+def load_dev_extra(path: Path | None = None) -> tuple[dict, list[GoldTurn]]:
+    """The provenance header and the rows of the extra development turns (default: packaged).
+
+    Raises:
+        GoldError: missing file or header, an invalid row (with its line number), or a
+            conversation that gives a second turn.
+    """
+    path = path or default_extra_path()
+    if not path.is_file():
+        raise GoldError(f"extra development set {path} not found (is package data installed?)")
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    try:
+        meta = json.loads(lines[0])["meta"] if lines else None
+    except (json.JSONDecodeError, KeyError, TypeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise GoldError(f"{path}:1: the first line must be {{\"meta\": {{...}}}}")
+    rows, seen = [], set()
+    for n, line in enumerate(lines[1:], 2):
+        try:
+            row = GoldTurn.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            raise GoldError(f"{path}:{n}: {str(exc)[:300]}") from exc
+        if row.id in seen:
+            raise GoldError(f"{path}:{n}: conversation {row.id} gives a second turn")
+        seen.add(row.id)
+        rows.append(row)
+    return meta, rows
+
+
+def load_development(gold: list[GoldTurn] | None = None,
+                     extra: list[GoldTurn] | None = None) -> list[GoldTurn]:
+    """The learned labeller's training data: the packaged set's turns, then the extra
+    development turns (defaults: the packaged files).
+
+    Raises:
+        GoldError: an extra turn comes from a conversation of the packaged set (the two were
+            drawn apart, so the split into dev/test parts and the grouped folds stay by
+            conversation).
+    """
+    gold = load_gold() if gold is None else gold
+    extra = load_dev_extra()[1] if extra is None else extra
+    if shared := {g.id for g in gold} & {e.id for e in extra}:
+        raise GoldError(f"extra development turns share conversations with the packaged set: "
+                        f"{sorted(shared)[:5]}")
+    return [*gold, *extra]

@@ -7,8 +7,9 @@ What it measures, every ``label`` run:
 
 - **agreement** between the two sets' labelling conventions: Cohen's kappa per behaviour on the
   overlap (:func:`agreement`; Cohen 1960, ``sklearn.metrics.cohen_kappa_score``);
-- **transfer**: the labeller fitted on the packaged set, scored on the independent turns (overlap
-  left out, since the labeller was fitted on those): micro and per-behaviour precision, recall and
+- **transfer**: the labeller fitted on the development data (the packaged set and the extra
+  development turns, ``gold.load_development``), scored on the independent turns (overlap left
+  out, since the labeller was fitted on those): micro and per-behaviour precision, recall and
   F1 with percentile-bootstrap intervals. The set holds one turn per conversation (checked on
   load), so resampling turns is resampling conversations.
 
@@ -30,7 +31,7 @@ from sklearn.metrics import cohen_kappa_score
 from mimesis.behaviors import learned
 from mimesis.behaviors.annotator import Annotator
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.behaviors.gold import GoldError, GoldTurn, load_gold
+from mimesis.behaviors.gold import GoldError, GoldTurn, load_development
 from mimesis.behaviors.quality import Quality, annotated_behaviors, gold_inputs
 from mimesis.behaviors.scoring import Score, score
 
@@ -113,9 +114,13 @@ def split_overlap(rows: Sequence[IndependentTurn], gold: Sequence[GoldTurn]
                   ) -> tuple[list[IndependentTurn], list[tuple[IndependentTurn, GoldTurn]]]:
     """The held-out rows and the overlap pairs ``(independent row, packaged row)``.
 
+    Args:
+        gold: The labeller's training data (``load_development()``: the packaged set and the
+            extra development turns); overlap rows are looked up among them.
+
     Raises:
-        GoldError: a held-out row comes from a packaged conversation (a leak: the labeller was
-            fitted on it), or an overlap row is not a packaged turn.
+        GoldError: a held-out row comes from a conversation of ``gold`` (a leak: the labeller
+            was fitted on it), or an overlap row is not one of its turns.
     """
     packaged = {(g.id, g.turn_index): g for g in gold}
     gold_ids = {g.id for g in gold}
@@ -126,7 +131,8 @@ def split_overlap(rows: Sequence[IndependentTurn], gold: Sequence[GoldTurn]
                 raise GoldError(f"overlap turn {r.id}#{r.turn_index} is not in the packaged set")
             pairs.append((r, packaged[r.id, r.turn_index]))
         elif r.id in gold_ids:
-            raise GoldError(f"held-out turn {r.id}#{r.turn_index} is from a packaged conversation")
+            raise GoldError(f"held-out turn {r.id}#{r.turn_index} is from a development "
+                            "conversation")
         else:
             held.append(r)
     return held, pairs
@@ -167,12 +173,13 @@ def measure(figures: Quality, annotator: Annotator, embed: learned.Embed | None,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0,
             path: Path | None = None) -> dict:
     """The independent set's block of ``quality.json``: the labeller the ``label`` stage uses
-    (``figures.labeller``, fitted on the packaged set, with its abstentions; plus the
+    (``figures.labeller``, fitted on the development data, with its abstentions; plus the
     annotator's behaviour ids when it gives any, as in ``mixed``) scored on the held-out turns,
-    and the convention agreement on the overlap. The leak check runs against the whole packaged
-    set, whatever subset the labeller was fitted on."""
+    and the convention agreement on the overlap. The leak check runs against the whole
+    development data (packaged set and extra development turns), whatever subset the labeller
+    was fitted on."""
     meta, rows = load_independent(path)
-    held, pairs = split_overlap(rows, load_gold())
+    held, pairs = split_overlap(rows, load_development())
     gold_rows = [r.as_gold() for r in held]
     inputs = gold_inputs(gold_rows)
     predicted = [p & set(BEHAVIOR_IDS) for p in

@@ -14,8 +14,9 @@ model or an OpenAI-compatible endpoint) writes reasoning for ``reasoning_splits`
 splits, end reasoning for conversations that really ended, and optionally behaviour ids, with one
 batched call per prompt kind. Every label, reasoning and goal records its producer.
 
-Every run also measures the labellers on the packaged hand-labelled set
-(``mimesis.behaviors.quality``: rules, annotator and union on its held-out test part, the learned
+Every run also measures the labellers on the development data (``gold.load_development``: the
+packaged hand-labelled set plus the extra development turns, 750 in all;
+``mimesis.behaviors.quality``: rules, annotator and union on its held-out test part, the learned
 labeller and ``mixed`` by grouped cross-validation and on the test part; per-label and micro
 precision/recall/F1 with bootstrap CIs), logs the figures to MLflow, writes them to
 ``<out>/quality.json``, and, with ``combine: mixed`` or ``learned``, labels with the learned
@@ -41,7 +42,7 @@ from pydantic import ValidationError
 
 from mimesis.behaviors import independent, learned, quality
 from mimesis.behaviors.annotator import AnnotatorParams, make_annotator
-from mimesis.behaviors.gold import load_gold
+from mimesis.behaviors.gold import load_development
 from mimesis.behaviors.labeling import COMBINE_MODES, STAGE, Outcome, label_conversations
 from mimesis.behaviors.learned import LearnedParams
 from mimesis.behaviors.report import label_frequency, log_to_mlflow, reconcile
@@ -101,7 +102,7 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         sampled, not_sampled = sample(inputs, params.max_conversations, params.seed)
         annotator = make_annotator(params.annotator, params.seed)
         embed = make_embedder() if params.learned.embeddings else None
-        figures = quality.measure(load_gold(), annotator, embed, params.learned,
+        figures = quality.measure(load_development(), annotator, embed, params.learned,
                                   params.n_bootstrap, params.seed)
         transfer = independent.measure(figures, annotator, embed, params.learned,
                                        params.n_bootstrap, params.seed)
