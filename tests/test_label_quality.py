@@ -103,11 +103,20 @@ def test_context_features_see_an_edit_of_the_last_reply_not_a_new_question():
     new = learned.context_features("What is the capital of France?", reply, "")
     names = ["has_agent", "agent_len", "cut_off", "overlap_agent", "overlap_user", "edits",
              "edit_head", "back_ref", "verdict", "opener", "opener_with_agent", "questions",
-             "items", "edit_not_question"]
+             "items", "edit_not_question", "restrict", "pressure", "asks", "fit"]
     e, n = dict(zip(names, edit, strict=True)), dict(zip(names, new, strict=True))
     assert e["edit_not_question"] == 1 and n["edit_not_question"] == 0
     assert e["overlap_agent"] > n["overlap_agent"] and n["opener"] == 1
     assert learned.context_features("hi", "", "")[:3] == [0.0, 0.0, 0.0]
+    def feats(text: str) -> dict[str, float]:
+        return dict(zip(names, learned.context_features(text, reply, ""), strict=True))
+    assert feats("can you do it without a library?")["restrict"] == 1
+    assert feats("still not working")["pressure"] == 1
+    assert feats("still not working, the loop in line 3 never ends because i is reset to 0 "
+                 "on every pass of it")["pressure"] == 0  # a long complaint says what is wrong
+    assert feats("Write a poem. Explain it. What is its metre?")["asks"] == 3
+    assert feats("no, that's not what I asked for")["fit"] == 1
+    assert learned.context_features("without a library", "", "")[14] == 0  # no reply: no B7
 
 
 def test_without_an_embedder_the_features_have_no_embedding_columns():

@@ -51,6 +51,21 @@ _VERDICT = re.compile(r"(?i)\b(?:not what|wrong|incorrect|doesn'?t work|not work
                       r"no,|you (?:forgot|missed|didn'?t)|still|misunderstood|i (?:said|asked|"
                       r"meant|mean))\b")
 _ITEM = re.compile(r"(?m)^\s*(?:\d+[.)-]|[-*•]|[a-z]\))\s")
+# Cues of the rarer behaviours, from the labelling guide and the development turns that show
+# them: a restriction knocking out the proposal (B7), pressure that names nothing (B9), a request
+# sentence opening with an ask (B12 counts them), a verdict on the answer's fit (B1).
+_RESTRICT = re.compile(r"(?i)\b(?:without|don'?t (?:use|want to use)|do not use|dont use|avoid|"
+                       r"not allowed|can'?t use|cannot use|instead of|only (?:use|one)|"
+                       r"no (?:library|libraries|password|class|framework))\b")
+_PRESSURE = re.compile(r"(?i)\b(?:still|again|same (?:error|problem|issue|link|thing)|"
+                       r"(?:doesn'?t|didn'?t|does not|did not|won'?t) work|not working|"
+                       r"try again|hurry|come on)\b|!{2,}|\?{2,}")
+_ASK = re.compile(r"(?im)(?:^|[.?!:]\s+|\n\s*(?:\d+[.)]|[-*•])?\s*)(?:please\s+)?(?:write|give|"
+                  r"create|explain|list|provide|describe|analy[sz]e|suggest|include|generate|"
+                  r"compare|summari[sz]e|what|how|why|which|who|when|where|can you|could you)\b")
+_FIT = re.compile(r"(?i)\b(?:not (?:quite )?(?:what|the problem|right|good)|too (?:complicated|"
+                  r"formal|professional|long|short|generic|simple)|not \w+ enough|"
+                  r"gone wrong|i (?:said|asked|meant|wanted)|should have said)\b")
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,12 @@ def context_features(text: str, prev_agent: str, prev_user: str) -> list[float]:
     """How the turn relates to the agent reply before it: whether there is one, its length and
     whether it was cut off; the turn's word overlap with it and with the previous user turn;
     edit, back-reference, verdict and new-question cues in the turn's first words; counts of
-    questions and enumerated items (overloading)."""
+    questions and enumerated items (overloading); and cues of the rarer behaviours: a restriction
+    after a reply (B7), short pressure naming nothing (B9), asks typed by the user (B12) and a
+    verdict on the answer's fit (B1).
+
+    Returns:
+        18 floats, in the order above."""
     own = own_words(text, head_chars=600)
     head = own[:200]
     agent = prev_agent.rstrip()
@@ -123,7 +143,11 @@ def context_features(text: str, prev_agent: str, prev_user: str) -> list[float]:
             float(bool(_BACK_REF.search(head))), float(bool(_VERDICT.search(head))),
             float(bool(_OPENER.search(own))), float(bool(agent) and bool(_OPENER.search(own))),
             float(own.count("?")), float(len(_ITEM.findall(own))),
-            float(bool(agent) and bool(_EDIT.search(own[:60])) and not _OPENER.search(own))]
+            float(bool(agent) and bool(_EDIT.search(own[:60])) and not _OPENER.search(own)),
+            float(bool(agent) and bool(_RESTRICT.search(head))),
+            float(bool(agent) and bool(_PRESSURE.search(head)) and len(words(own)) <= 15),
+            float(len(_ASK.findall(own))) * float(not is_pasted(text)),
+            float(bool(agent) and bool(_FIT.search(head)))]
 
 
 def featurize(items: Sequence[TurnInput], embed: Embed | None,
