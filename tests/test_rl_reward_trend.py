@@ -137,3 +137,32 @@ def test_markdown_has_one_row_per_arm() -> None:
     assert len(lines) == 4
     assert lines[2].startswith("| mimesis | 8 |") and "rose" in lines[2]
     assert lines[3].startswith("| prompted | 3 |") and "flat (noise)" in lines[3]
+
+
+def test_group_signal_counts_groups_with_reward_variance_per_step() -> None:
+    """Bug: groups pooled across steps (same group id at two steps counted once) or a flat
+    group counted as signal."""
+    from mimesis.rl.reward_trend import group_signal
+
+    rewards = {1: [0.0, 0.0, 1.0, 1.0], 2: [0.0, 1.0, 0.5, 0.5]}
+    groups = {1: ["a", "a", "b", "b"], 2: ["a", "a", "b", "b"]}
+    signal = group_signal(rewards, groups)
+    assert signal == {"groups": 4, "with_signal": 1, "share": 0.25}
+
+
+def test_why_not_rising_gives_the_measured_reasons_and_nothing_when_it_rose() -> None:
+    """Bug: a rise explained away, or a flat trend reported without its figures."""
+    from mimesis.rl.reward_trend import why_not_rising
+
+    flat = {"verdict": "flat (noise)", "ci_low": -0.2, "ci_high": 0.0, "units": "groups",
+            "units_first": 6, "units_last": 6, "mean_first": 0.15}
+    difficulty = {"enabled": True, "selection": {"in_band": False,
+                                                 "reason": "no level succeeds inside the band"}}
+    reasons = why_not_rising(flat, {"groups": 24, "with_signal": 10, "share": 10 / 24},
+                             difficulty)
+    text = " ".join(reasons)
+    assert "±0.10" in text and "10 of 24 groups (42%)" in text
+    assert "first quarter's mean reward was 0.15" in text and "no level succeeds" in text
+    in_band = {"enabled": True, "selection": {"in_band": True, "reason": "level 1"}}
+    assert not any("difficulty" in r for r in why_not_rising(flat, None, in_band))
+    assert why_not_rising({**flat, "verdict": "rose", "ci_low": 0.05}, None, difficulty) == []

@@ -207,3 +207,20 @@ def test_reward_trend_of_an_arm_needs_two_steps_and_survives_a_resume():
     # resumed after step 2: the episodes of steps 1-2 are gone, the restored history is not
     resumed = _reward_trend(_trainer([3, 4], [1, 2, 3, 4]), seed=13)["reward_trend"]
     assert resumed["source"] == "history step means" and resumed["n_steps"] == 4
+
+
+def test_reward_trend_md_says_why_an_arm_did_not_rise(tmp_path, monkeypatch):
+    """Bug: a flat or falling trend reported without the run's own reasons."""
+    import mlflow
+
+    from mimesis.stages.train_agent import _reward_trend, _write_trends
+
+    monkeypatch.setattr(mlflow, "log_text", lambda *a, **k: None)
+    arm = _reward_trend(_trainer([1, 2, 3, 4], [1, 2, 3, 4]), seed=13)
+    assert arm["group_signal"]["groups"] == 8  # 2 groups a step
+    (tmp_path / "difficulty.json").write_text(json.dumps(
+        {"enabled": True, "selection": {"in_band": False, "reason": "no level in the band"}}))
+    _write_trends(tmp_path, [{"arm": "grpo", **arm}])
+    text = (tmp_path / "reward_trend.md").read_text()
+    assert "grpo: the training reward did not rise. Measured:" in text
+    assert "groups (100%) had any reward variance" in text and "no level in the band" in text

@@ -149,3 +149,62 @@ def trend_markdown(trends_by_arm: Mapping[str, Mapping[str, Any]]) -> str:
                      f"{t['mean_last']:.3f} (n={t['n_last']}) | {t['diff']:+.3f} | {ci} | "
                      f"{t['verdict']} |")
     return "\n".join(lines)
+
+
+def group_signal(rewards_by_step: Mapping[int, Sequence[float]],
+                 groups_by_step: Mapping[int, Sequence[Hashable]]) -> dict[str, Any]:
+    """How many GRPO groups had any reward variance: a group whose G rewards are equal has
+    zero advantage for every episode, so it gives the policy gradient nothing (DAPO, Yu et
+    al. 2025, "dynamic sampling").
+
+    Returns:
+        ``groups`` (all, keyed by step and group id), ``with_signal`` (rewards not all
+        equal) and ``share`` (``with_signal / groups``; 0 with no groups).
+    """
+    members: dict[Hashable, list[float]] = defaultdict(list)
+    for step, values in rewards_by_step.items():
+        for gid, value in zip(groups_by_step[step], values, strict=True):
+            members[(step, gid)].append(float(value))
+    with_signal = sum(max(v) > min(v) for v in members.values())
+    return {"groups": len(members), "with_signal": with_signal,
+            "share": with_signal / len(members) if members else 0.0}
+
+
+def why_not_rising(trend: Mapping[str, Any], signal: Mapping[str, Any] | None = None,
+                   difficulty: Mapping[str, Any] | None = None) -> list[str]:
+    """Measured reasons an arm's training reward did not rise (empty when it rose).
+
+    Each reason is a figure of the run, never a guess: the CI's width against the change
+    (too few units to resolve it), the share of groups with reward variance (GRPO's signal,
+    :func:`group_signal`), the first quarter's reward (a start near 0 leaves little to
+    reinforce) and the difficulty rule's outcome (``difficulty.json``'s ``selection``:
+    docs/claim.md rule 1).
+
+    Args:
+        trend: A :func:`reward_trend` result.
+        signal: A :func:`group_signal` result, when the episodes are known.
+        difficulty: ``difficulty.json`` of the stage (``{"enabled": ...,
+            "selection": {"in_band", "reason", ...}}``), when there is one.
+    """
+    if trend.get("verdict") == "rose":
+        return []
+    reasons = []
+    if trend.get("ci_low") is None:
+        reasons.append(f"too few units for a CI ({trend.get('units_first')} and "
+                       f"{trend.get('units_last')} {trend.get('units')} in the quarters)")
+    else:
+        half = (trend["ci_high"] - trend["ci_low"]) / 2
+        reasons.append(f"the CI is ±{half:.2f} wide with {trend['units_first']} and "
+                       f"{trend['units_last']} {trend['units']} per quarter: a change smaller "
+                       "than that cannot show")
+    if signal is not None and signal["groups"]:
+        reasons.append(f"{signal['with_signal']} of {signal['groups']} groups "
+                       f"({signal['share']:.0%}) had any reward variance; the others gave "
+                       "GRPO a zero advantage")
+    if trend.get("mean_first", 1.0) < 0.2:
+        reasons.append(f"the first quarter's mean reward was {trend['mean_first']:.2f}: the "
+                       "policy rarely succeeded, so few episodes were reinforced")
+    selection = (difficulty or {}).get("selection") or {}
+    if (difficulty or {}).get("enabled") and selection.get("in_band") is False:
+        reasons.append(f"the difficulty rule found no level in its band ({selection['reason']})")
+    return reasons

@@ -32,7 +32,8 @@ while training (a re-run with the same params, inputs and base resumes from the 
 ``<out_dir>/meta.json`` lists the arms; ``<out_dir>/difficulty.json`` is ``{"enabled": false}``
 or the chosen ``env``, its merged ``env_kwargs`` and the ``selection`` (every level's success
 with its CI, the choice and why), ``difficulty.md`` its table; ``reward_trend.md`` the trend of
-every arm. MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
+every arm and, for an arm whose reward did not rise, the measured reasons
+(:func:`mimesis.rl.reward_trend.why_not_rising`). MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
 ``difficulty/level_<i>/success`` and ``reward_trend.md``; a child run ``train_agent/<arm>`` per
 arm gets ``reward/<env>``, ``reward``, ``format_compliance``, ``groups/*`` per step, TRL's
 metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl`` and
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,7 +263,12 @@ def _reward_trend(trainer, seed: int) -> dict[str, Any]:
     trend (fewer than 2 steps). A resumed run lacks the episodes of the steps before its
     checkpoint: it falls back to the restored history's step means (``source``)."""
     from mimesis.rl.agent_report import episode_rows
-    from mimesis.rl.reward_trend import episode_rewards, history_rewards, reward_trend
+    from mimesis.rl.reward_trend import (
+        episode_rewards,
+        group_signal,
+        history_rewards,
+        reward_trend,
+    )
 
     rewards, groups = episode_rewards(episode_rows(trainer.episodes))
     source = "episodes"
@@ -271,19 +278,28 @@ def _reward_trend(trainer, seed: int) -> dict[str, Any]:
         trend = reward_trend(rewards, n_bootstrap=1000, seed=seed, groups_by_step=groups)
     except ValueError as err:
         return {"reward_trend": None, "reward_trend_reason": str(err)}
-    return {"reward_trend": {**trend, "source": source}}
+    signal = group_signal(rewards, groups) if groups is not None else None
+    return {"reward_trend": {**trend, "source": source}, "group_signal": signal}
 
 
 def _write_trends(out_dir: Path, metas: list[dict[str, Any]]) -> None:
     """``reward_trend.md`` (every arm's trend; arms without one and why), on stdout and MLflow."""
     import mlflow
 
-    from mimesis.rl.reward_trend import trend_markdown
+    from mimesis.rl.reward_trend import trend_markdown, why_not_rising
 
     trends = {m["arm"]: m["reward_trend"] for m in metas if m.get("reward_trend")}
     lines = [trend_markdown(trends)] if trends else []
     lines += [f"- {m['arm']}: no trend ({m.get('reward_trend_reason')})" for m in metas
               if not m.get("reward_trend")]
+    path = out_dir / "difficulty.json"
+    difficulty = json.loads(path.read_text()) if path.is_file() else None
+    for m in metas:
+        reasons = why_not_rising(m["reward_trend"], m.get("group_signal"), difficulty) if m.get(
+            "reward_trend") else []
+        if reasons:
+            lines.append(f"\n{m['arm']}: the training reward did not rise. Measured: "
+                         + "; ".join(reasons) + ".")
     markdown = "\n".join(lines)
     (out_dir / "reward_trend.md").write_text(markdown + "\n")
     mlflow.log_text(markdown, "reward_trend.md")
