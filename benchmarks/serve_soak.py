@@ -186,7 +186,7 @@ def soak(base: str, bodies: list[dict], timeout_s: float = 900.0) -> dict:
         "max_s": max(latencies), "wall_s": wall, "batches": batches,
         "mean_batch": (after["requests"] - before["requests"]) / max(batches, 1),
         "largest_batch": after["largest_batch"],
-        # .get: servers from before issue 35 kept neither counter
+        # .get: older servers kept neither counter
         "retried_batches": after.get("retried_batches", 0) - before.get("retried_batches", 0),
         "failed_requests": after.get("failed_requests", 0) - before.get("failed_requests", 0),
     }

@@ -61,7 +61,7 @@ def serve(
     max_message_chars: Annotated[int, _o("Characters per message (else 400).")] = 32_000,
     max_total_chars: Annotated[int, _o("Characters of all messages (else 400).")] = 200_000,
     max_scenario_chars: Annotated[int, _o("Characters of a scenario goal (else 400).")] = 4000,
-    deadline_s: Annotated[float, _o("Seconds per request; then its work stops (504).")] = 60.0,
+    deadline_s: Annotated[float, _o("Seconds per request; then its work stops (504).")] = 300.0,
     dtype: Annotated[str | None, _o("float32 (CPU default) / bfloat16.")] = None,
     tensor_parallel_size: Annotated[int, _o("vllm: GPUs per replica.")] = 1,
     gpu_memory_utilization: Annotated[float, _o("vllm: GPU memory share.")] = 0.85,

@@ -85,7 +85,8 @@ FORMATS: dict[str, Format] = {
 }
 
 
-# The forms of issue 36 (written from its list, not copied) and more of the same kind. Each
+# The private-channel forms (markup look-alikes, escapes, other families' channels,
+# meta-talk) and more of the same kind. Each
 # family is a form; every format of it is a variant of that form.
 NEW_FORMS: dict[str, dict[str, Format]] = {
     "gpt-oss channel": {

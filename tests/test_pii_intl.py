@@ -1,4 +1,4 @@
-"""Recall by type on ``tests/data/pii_cases_intl.jsonl`` (216 cases written for issue 36:
+"""Recall by type on ``tests/data/pii_cases_intl.jsonl`` (216 cases, one type each:
 internationalised and obfuscated emails, dates of birth with their cue words, card numbers by
 pattern with or without a valid Luhn digit), the issue's four misses, and the precision guards of
 the new rules (everyday " at ", history dates, order numbers)."""

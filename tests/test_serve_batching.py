@@ -1,4 +1,4 @@
-"""``mimesis serve`` under concurrent batches of real conversations (issue 35).
+"""``mimesis serve`` under concurrent batches of real conversations.
 
 Requests replay the smoke profile's curated test split (the ``curate`` stage on the ShareGPT
 package, built once here) through a loopback server with the tiny random Llama: a batch of

@@ -70,7 +70,7 @@ class ServeConfig:
     max_message_chars: int = 32_000
     max_total_chars: int = 200_000
     max_scenario_chars: int = 4000
-    deadline_s: float = 60.0
+    deadline_s: float = 300.0
 
     def __post_init__(self) -> None:
         # An empty key is no key: "--api-key ''" must not look like auth.

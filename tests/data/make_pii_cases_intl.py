@@ -1,4 +1,5 @@
-"""Write ``pii_cases_intl.jsonl``: the four PII forms of issue 36 in chat sentences.
+"""Write ``pii_cases_intl.jsonl``: four PII forms (international and obfuscated emails,
+dates of birth, cards) in chat sentences.
 
 Run from the repo root: ``python tests/data/make_pii_cases_intl.py`` (seed 36; the output is
 committed and ``tests/test_pii_intl.py`` checks that this script reproduces it). Each line is
