@@ -170,6 +170,9 @@ def evaluate_simulator(
                                       "not written.")] = None,
     max_conversations: Annotated[int | None, _o("Override: conversations (0 = all).")] = None,
     concurrency: Annotated[int, _o("--endpoint: requests in flight.")] = 4,
+    timeout_s: Annotated[float, _o("--endpoint: seconds per request before the client gives "
+                                   "up (a CPU server with many requests in flight needs "
+                                   "minutes).")] = 60.0,
 ) -> None:
     """Score any user simulator's realism on real conversations: a frozen folder, an
     OpenAI-compatible endpoint or a local HF model (the evaluate_user protocol and table)."""
@@ -194,7 +197,7 @@ def evaluate_simulator(
                         ("openai", model) if endpoint is not None else ("hf", hf))
         source = SimulatorSource(kind, target or "", name=name, prompt_style=prompt_style,
                                  base_url=endpoint or "", api_key_env=api_key_env,
-                                 concurrency=concurrency)
+                                 concurrency=concurrency, timeout_s=timeout_s)
         score_simulator(source, conversations, out, settings)
     except ChatAPIError as err:
         console.print(f"[red]cannot reach the simulator: {err}[/red]\nIs the server running "

@@ -177,3 +177,20 @@ def test_cli_scores_a_live_mimesis_serve_on_loopback(tmp_path):
     assert sum(seen) >= counts["positions"]  # every position reached the served model
     assert row["turn_loss_rate"] == 0.0 and 0 < row["c2st"]["p_value"] <= 1
     assert "| served |" in (out / "table.md").read_text()
+
+
+def test_endpoint_timeout_option_reaches_the_client(monkeypatch, tmp_path) -> None:
+    """Bug: a CPU server with 8 requests in flight answers after the client's fixed 60 s."""
+    import mimesis.eval.evaluate_simulator as module
+
+    seen = {}
+
+    def fake(source, conversations, out, settings):
+        seen["timeout_s"] = source.timeout_s
+
+    monkeypatch.setattr(module, "evaluate_simulator", fake)
+    result = CliRunner().invoke(app, ["evaluate-simulator", "--endpoint", "http://127.0.0.1:9/v1",
+                                      "--model", "m", "--timeout-s", "600",
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert seen == {"timeout_s": 600.0}
