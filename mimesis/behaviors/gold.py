@@ -125,24 +125,7 @@ def load_dev_extra(path: Path | None = None) -> tuple[dict, list[GoldTurn]]:
     path = path or default_extra_path()
     if not path.is_file():
         raise GoldError(f"extra development set {path} not found (is package data installed?)")
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    try:
-        meta = json.loads(lines[0])["meta"] if lines else None
-    except (json.JSONDecodeError, KeyError, TypeError):
-        meta = None
-    if not isinstance(meta, dict):
-        raise GoldError(f"{path}:1: the first line must be {{\"meta\": {{...}}}}")
-    rows, seen = [], set()
-    for n, line in enumerate(lines[1:], 2):
-        try:
-            row = GoldTurn.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            raise GoldError(f"{path}:{n}: {str(exc)[:300]}") from exc
-        if row.id in seen:
-            raise GoldError(f"{path}:{n}: conversation {row.id} gives a second turn")
-        seen.add(row.id)
-        rows.append(row)
-    return meta, rows
+    return read_headed_set(path, GoldTurn)
 
 
 def load_development(gold: list[GoldTurn] | None = None,
@@ -161,3 +144,31 @@ def load_development(gold: list[GoldTurn] | None = None,
         raise GoldError(f"extra development turns share conversations with the packaged set: "
                         f"{sorted(shared)[:5]}")
     return [*gold, *extra]
+
+
+def read_headed_set(path: Path, model: type[BaseModel]) -> tuple[dict, list]:
+    """A labelled set file: a ``{"meta": {...}}`` provenance line, then one ``model`` row per
+    line, one turn per conversation (the bootstrap resamples turns as conversations).
+
+    Raises:
+        GoldError: no header, an invalid row (with its line number), or a conversation that
+            gives a second turn.
+    """
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    try:
+        meta = json.loads(lines[0])["meta"] if lines else None
+    except (json.JSONDecodeError, KeyError, TypeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise GoldError(f"{path}:1: the first line must be {{\"meta\": {{...}}}}")
+    rows, seen = [], set()
+    for n, line in enumerate(lines[1:], 2):
+        try:
+            row = model.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            raise GoldError(f"{path}:{n}: {str(exc)[:300]}") from exc
+        if row.id in seen:
+            raise GoldError(f"{path}:{n}: conversation {row.id} gives a second turn")
+        seen.add(row.id)
+        rows.append(row)
+    return meta, rows

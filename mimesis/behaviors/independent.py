@@ -19,19 +19,18 @@ was labelled. Labels are behaviours B1-B13 only.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, model_validator
 from sklearn.metrics import cohen_kappa_score
 
 from mimesis.behaviors import learned
 from mimesis.behaviors.annotator import Annotator
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.behaviors.gold import GoldError, GoldTurn, load_development
+from mimesis.behaviors.gold import GoldError, GoldTurn, load_development, read_headed_set
 from mimesis.behaviors.quality import Quality, annotated_behaviors, gold_inputs
 from mimesis.behaviors.scoring import Score, score
 
@@ -90,24 +89,7 @@ def load_independent(path: Path | None = None) -> tuple[dict, list[IndependentTu
     path = path or default_path()
     if not path.is_file():
         raise GoldError(f"independent set {path} not found (is package data installed?)")
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    try:
-        meta = json.loads(lines[0])["meta"] if lines else None
-    except (json.JSONDecodeError, KeyError, TypeError):
-        meta = None
-    if not isinstance(meta, dict):
-        raise GoldError(f"{path}:1: the first line must be {{\"meta\": {{...}}}}")
-    rows, seen = [], set()
-    for n, line in enumerate(lines[1:], 2):
-        try:
-            row = IndependentTurn.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            raise GoldError(f"{path}:{n}: {str(exc)[:300]}") from exc
-        if row.id in seen:  # the bootstrap resamples turns as conversations
-            raise GoldError(f"{path}:{n}: conversation {row.id} gives a second turn")
-        seen.add(row.id)
-        rows.append(row)
-    return meta, rows
+    return read_headed_set(path, IndependentTurn)
 
 
 def split_overlap(rows: Sequence[IndependentTurn], gold: Sequence[GoldTurn]
