@@ -22,12 +22,23 @@ filtered out, so a field added to the record later stays out until it is picked 
 Bounded: a stage logs a sample (``mlflow_traces`` in its params.yaml section; 0 = none) and the
 queue of MLflow's asynchronous exporter is flushed every :data:`FLUSH_EVERY` traces (a full
 queue drops traces). Cost: benchmarks/tracing.py.
+
+Trace ids come from OpenTelemetry's generator, which draws on the global :mod:`random`; stages
+seed it, so two stages (or two runs of one) with the same seed would draw the same ids and the
+tracking store would keep only the last trace of each id. Ids are therefore drawn from an
+OS-seeded state, and the stage's own random state is put back afterwards: tracing neither
+collides nor changes what a seeded run samples next. Each turn's trace starts at least 1 ms
+after the previous one, so a session lists its turns in order.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 SESSION = "mlflow.trace.session"
@@ -138,21 +149,43 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
 
     run = mlflow.active_run()
     prefix = f"{stage}-{run.info.run_id[:8]}" if run is not None else stage
-    logged = 0
-    for row in map(pick, rows):
-        who, by = agent or str(row.get("agent", "agent")), user or str(row.get("user", "user"))
-        session = session_id(prefix, row, who, by)
-        tags = episode_tags(row, stage, who)
-        for turn, (received, said) in enumerate(turn_exchanges(row.get("messages", []))):
-            with mlflow.start_span(name="agent_turn", span_type="CHAT_MODEL") as span:
-                span.set_inputs({"messages": received})
-                span.set_outputs(said)
-                mlflow.update_current_trace(metadata={SESSION: session, USER: by},
-                                            tags={**tags, "mimesis.turn": str(turn)})
-            logged += 1
-            if logged % FLUSH_EVERY == 0:
-                mlflow.flush_trace_async_logging()
+    logged, last_ms = 0, 0
+    with _unseeded_ids():
+        for row in map(pick, rows):
+            who, by = agent or str(row.get("agent", "agent")), user or str(row.get("user", "user"))
+            session = session_id(prefix, row, who, by)
+            tags = episode_tags(row, stage, who)
+            for turn, (received, said) in enumerate(turn_exchanges(row.get("messages", []))):
+                _wait_past(last_ms)
+                with mlflow.start_span(name="agent_turn", span_type="CHAT_MODEL") as span:
+                    last_ms = span.start_time_ns // 1_000_000
+                    span.set_inputs({"messages": received})
+                    span.set_outputs(said)
+                    mlflow.update_current_trace(metadata={SESSION: session, USER: by},
+                                                tags={**tags, "mimesis.turn": str(turn)})
+                logged += 1
+                if logged % FLUSH_EVERY == 0:
+                    mlflow.flush_trace_async_logging()
     return logged
+
+
+@contextmanager
+def _unseeded_ids() -> Iterator[None]:
+    """Run the block on an OS-seeded global :mod:`random` (trace ids) and restore the caller's
+    state afterwards (see the module docstring)."""
+    state = random.getstate()
+    random.seed(os.urandom(32))
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _wait_past(last_ms: int) -> None:
+    """Wait until the wall clock is past ``last_ms`` (ms since the epoch): the UI orders a
+    session's traces by their start time, in milliseconds."""
+    while time.time_ns() // 1_000_000 <= last_ms:
+        time.sleep(0.0005)
 
 
 def flush() -> None:

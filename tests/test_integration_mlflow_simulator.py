@@ -38,6 +38,9 @@ def test_the_documented_example_runs_against_mimesis_serve(served, monkeypatch) 
     example = re.search(r"```python\n(# mlflow-simulator-example.*?)```", docs,
                         re.DOTALL).group(1)
     monkeypatch.setenv("MIMESIS_BASE_URL", served)
+    # The example sets MIMESIS_API_KEY with setdefault; set here, it is restored after the test
+    # (a leaked key makes every later `mimesis serve` of this process's children require it).
+    monkeypatch.setenv("MIMESIS_API_KEY", "unused")
     namespace: dict = {}
     exec(compile(example, "docs/tracking.md", "exec"), namespace)  # noqa: S102
     conversations = namespace["traces"]

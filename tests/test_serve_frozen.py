@@ -60,7 +60,7 @@ def served(frozen_dir) -> Iterator[str]:
            "--max-turns", "3", "--max-tokens", "24", "--temperature", "1.0",
            "--goal", "find a cheap hotel in Lisbon", "--batch-window-ms", "20"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ))
+                            env={k: v for k, v in os.environ.items() if k != "MIMESIS_API_KEY"})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     try:

@@ -10,6 +10,7 @@ secret in the reasoning and in the scenario's goal, so a trace that carried eith
 from __future__ import annotations
 
 import json
+import random
 
 import mlflow
 import pytest
@@ -124,6 +125,31 @@ def test_the_sample_is_bounded_and_spread() -> None:
     assert sample_evenly(list(range(3)), 0) == []
     with mlflow.start_run(run_name="train_agent"):
         assert log_episode_traces([], "train_agent") == 0
+
+
+def test_stages_seeded_alike_keep_each_others_traces() -> None:
+    """Stages seed the global random, which OpenTelemetry draws trace ids from: two stages with
+    one seed must still log distinct traces, and tracing must not move the stage's stream."""
+    rows = [played_episode(i, f"reply {i}", "refund quietly") for i in range(2)]
+    runs = []
+    for stage in ("train_agent", "distill_agent"):
+        random.seed(11)
+        with mlflow.start_run(run_name=stage) as run:
+            assert log_episode_traces(rows, stage) == 4
+        assert random.random() == random.Random(11).random()  # the stage's stream is untouched
+        runs.append(run)
+    first, second = (traces_of(run) for run in runs)
+    assert len(first) == len(second) == 4
+    assert not {t.info.trace_id for t in first} & {t.info.trace_id for t in second}
+
+
+def test_a_session_lists_its_turns_in_order() -> None:
+    rows = [played_episode(0, "<think>plan</think>\nreply", "refund quietly")]
+    with mlflow.start_run(run_name="evaluate_agents") as run:
+        log_episode_traces(rows, "evaluate_agents")
+    traces = sorted(traces_of(run), key=lambda t: t.info.request_time)
+    assert [t.info.tags["mimesis.turn"] for t in traces] == ["0", "1"]
+    assert traces[0].info.request_time < traces[1].info.request_time
 
 
 @pytest.mark.slow
