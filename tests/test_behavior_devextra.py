@@ -80,8 +80,8 @@ def turns(agent: str, user: str) -> list[dict]:
 
 @pytest.mark.parametrize(("family", "agent", "user", "hit"), [
     ("short_edit", "Here it is.", "write it in angular", True),
-    ("short_edit", "Here it is.", "what is angular and why would anyone use it for a website "
-     "with many pages and more", False),  # too long to be a short edit
+    ("short_edit", "Here it is.", ("what is angular and why would anyone use it for a website "
+                                   "with many pages and more"), False),  # too long to be a short edit
     ("asked", "Which format do you want?", "just do it", True),
     ("cut_off", "x" * 500 + " and then the", "Now a haiku", True),
     ("cut_off", "x" * 500 + " and then the", "continue", False),  # continuing is not a switch

@@ -62,7 +62,7 @@ ORDER = ("short_edit", "verdict", "asked", "cut_off", "restrict", "pressure", "m
 def cue_hit(family: str, turns: list[dict], i: int) -> bool:
     """Whether user turn ``i`` (with the agent reply before it) matches cue ``family``."""
     own = turns[i]["text"]
-    head = re.sub(r"```.*?(```|$)", " ", own, flags=re.S)[:500]
+    head = re.sub(r"```.*?(```|$)", " ", own, flags=re.DOTALL)[:500]
     agent = turns[i - 1]["text"].rstrip() if i else ""
     if family == "asked":
         return bool(agent) and agent.endswith("?")
