@@ -138,9 +138,9 @@ def test_mixed_is_scored_out_of_fold_with_the_learned_behaviours():
         assert cv["mixed"]["behaviors"][b].predicted == cv["learned"]["behaviors"][b].predicted
 
 
-def test_appending_a_round_keeps_the_parts_of_earlier_turns():
+def test_appending_a_batch_keeps_the_parts_of_earlier_turns():
     gold = load_gold()
-    first = quality.assign_parts(gold[:quality.ROUND1_TURNS])
+    first = quality.assign_parts(gold[:quality.FIRST_BATCH_TURNS])
     assert all(quality.packaged_parts()[cid] == part for cid, part in first.items())
 
 

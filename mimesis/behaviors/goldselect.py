@@ -35,8 +35,8 @@ ENRICH_CUES = re.compile(
     r"different (?:question|topic)|anyway|new (?:question|topic|task)|but (?:i|you)|"
     r"only|shorter|longer|too (?:long|short|formal|casual))\b"
 )
-# Round 2 (seed 13): cues for the behaviours round 1 found rare (B3-B11, B13), not the explicit
-# revisions round 1's cues favoured (B2). A later user turn qualifies when its first 400
+# Batch 2 (seed 13): cues for the behaviours batch 1 found rare (B3-B11, B13), not the explicit
+# revisions batch 1's cues favoured (B2). A later user turn qualifies when its first 400
 # characters match RARE_CUES, or when the agent reply before it refused/declared something
 # impossible (B4) or ended on a question to the user (B3).
 RARE_CUES = re.compile(
@@ -59,7 +59,7 @@ AGENT_REFUSES = re.compile(
 
 
 def rare_hit(turns: list[dict], i: int) -> bool:
-    """Round 2's enrichment test for user turn ``i`` (never the opening turn)."""
+    """Batch 2's enrichment test for user turn ``i`` (never the opening turn)."""
     if i == 0 or turns[i]["role"] != "user":
         return False
     agent = turns[i - 1]["text"]
@@ -76,7 +76,7 @@ def _view(turns: list[dict], index: int) -> dict:
 
 
 def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int,
-           exclude: frozenset[str] = frozenset(), cues: str = "round1") -> list[dict]:
+           exclude: frozenset[str] = frozenset(), cues: str = "general") -> list[dict]:
     """The chosen turns, each a dict with ``id``, ``draw`` and its :func:`_view` fields.
 
     Raises:
@@ -103,7 +103,7 @@ def select(curate_dir: Path, n_random: int, n_enriched: int, seed: int,
         if k in used:
             continue
         turns = convs[k]["turns"]
-        if cues == "round2":
+        if cues == "rare":
             hits = [i for i in range(1, min(len(turns), 2 * MAX_TURN)) if rare_hit(turns, i)]
         else:
             hits = [i for i, t in enumerate(turns) if t["role"] == "user" and i > 0
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--exclude", type=Path, default=None,
                         help="a labelled set whose conversations are not drawn again")
-    parser.add_argument("--cues", choices=("round1", "round2"), default="round1")
+    parser.add_argument("--cues", choices=("general", "rare"), default="general")
     args = parser.parse_args(argv)
     exclude = frozenset(r["id"] for r in read_jsonl(args.exclude)) if args.exclude else frozenset()
     rows = select(args.curate, args.n_random, args.n_enriched, args.seed, exclude, args.cues)

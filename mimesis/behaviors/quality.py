@@ -36,7 +36,7 @@ from mimesis.behaviors.scoring import Score, score
 LABELS: tuple[str, ...] = (*BEHAVIOR_IDS, *TRAIT_IDS)
 DEV, TEST, CV = "dev", "test", "cv"
 RULE_BASED = ("rules", "annotator", "union")  # never scored on the dev part
-ROUND1_TURNS = 300  # the set's first rows, labelled in round 1; later rounds are appended
+FIRST_BATCH_TURNS = 300  # the set's first rows, labelled in batch 1; later batches are appended
 
 
 @dataclass
@@ -80,12 +80,12 @@ def assign_parts(gold: Sequence[GoldTurn], first: str = DEV) -> dict[str, str]:
 
 @cache
 def packaged_parts() -> dict[str, str]:
-    """The packaged set's split: :func:`assign_parts` of each labelling round on its own (the
-    first ``ROUND1_TURNS`` rows dev first, then the rest test first, which evens out the
-    strata's odd counts), so that appending a round leaves the parts of earlier turns, the
+    """The packaged set's split: :func:`assign_parts` of each labelling batch on its own (the
+    first ``FIRST_BATCH_TURNS`` rows dev first, then the rest test first, which evens out the
+    strata's odd counts), so that appending a batch leaves the parts of earlier turns, the
     split the rules were tuned against, unchanged."""
     gold = load_gold()
-    return {**assign_parts(gold[:ROUND1_TURNS]), **assign_parts(gold[ROUND1_TURNS:], TEST)}
+    return {**assign_parts(gold[:FIRST_BATCH_TURNS]), **assign_parts(gold[FIRST_BATCH_TURNS:], TEST)}
 
 
 def split_gold(gold: Sequence[GoldTurn]) -> list[str]:
