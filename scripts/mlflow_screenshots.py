@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--db", type=Path, required=True, help="the project's mlflow.db")
     p.add_argument("--out", type=Path, default=Path("docs/images"))
     p.add_argument("--budget-ms", type=int, default=15000, help="Chromium's virtual time budget")
-    p.add_argument("--size", default="1400,900", help="window size, pixels")
+    p.add_argument("--size", default="1900,1000", help="window size, pixels")
     args = p.parse_args(argv)
     uri = f"sqlite:///{args.db.resolve()}"
     experiment, session = pick_session(uri)
@@ -97,10 +97,11 @@ def main(argv: list[str] | None = None) -> None:
                         raise SystemExit("mlflow server did not come up") from None
                     time.sleep(1)
             args.out.mkdir(parents=True, exist_ok=True)
-            sessions = f"{base}/#/experiments/{experiment}/chat-sessions"
-            shoot(sessions, args.out / "mlflow_sessions.png", args.budget_ms, args.size)
-            shoot(f"{sessions}/{session}", args.out / "mlflow_conversation.png", args.budget_ms,
-                  args.size)
+            # MLflow >= 3.17 lists sessions in the Traces tab, grouped by session
+            listing = f"{base}/#/experiments/{experiment}/traces?groupBy=session"
+            shoot(listing, args.out / "mlflow_sessions.png", args.budget_ms, args.size)
+            conversation = f"{base}/#/experiments/{experiment}/chat-sessions/{session}"
+            shoot(conversation, args.out / "mlflow_conversation.png", args.budget_ms, args.size)
         finally:
             server.terminate()
             server.wait(timeout=30)
