@@ -37,6 +37,10 @@ LABELS: tuple[str, ...] = (*BEHAVIOR_IDS, *TRAIT_IDS)
 DEV, TEST, CV = "dev", "test", "cv"
 RULE_BASED = ("rules", "annotator", "union")  # never scored on the dev part
 FIRST_BATCH_TURNS = 300  # the set's first rows, labelled in batch 1; later batches are appended
+# Packaged turns relabelled after their batch was split (data/README.md, "Relabelled turns"),
+# with the behaviours they had then: the split stratifies them by those, so no turn changes part.
+SPLIT_AS_LABELLED: dict[tuple[str, int], frozenset[str]] = {
+    ("xmbbsiP", 6): frozenset(), ("1uSOnON", 4): frozenset()}
 
 
 @dataclass
@@ -65,12 +69,14 @@ def _hash(cid: str) -> str:
 
 def assign_parts(gold: Sequence[GoldTurn], first: str = DEV) -> dict[str, str]:
     """Conversation id -> ``dev`` or ``test``: conversations (all their turns together) are
-    stratified by B2, B12, another behaviour and pasted_content, ordered by the SHA-256 of their
-    id within each stratum, and alternately assigned, ``first`` first (about half each)."""
+    stratified by B2, B12, another behaviour and pasted_content (a relabelled turn by its
+    behaviours before, :data:`SPLIT_AS_LABELLED`), ordered by the SHA-256 of their id within each
+    stratum, and alternately assigned, ``first`` first (about half each)."""
     order = (DEV, TEST) if first == DEV else (TEST, DEV)
     labels: dict[str, set[str]] = defaultdict(set)
     for g in gold:
-        labels[g.id] |= g.labels
+        before = SPLIT_AS_LABELLED.get((g.id, g.turn_index))
+        labels[g.id] |= g.labels if before is None else g.labels - set(BEHAVIOR_IDS) | before
     strata: dict[tuple[bool, ...], list[str]] = defaultdict(list)
     for cid, labs in labels.items():
         strata[_stratum(labs)].append(cid)
