@@ -194,3 +194,30 @@ def test_endpoint_timeout_option_reaches_the_client(monkeypatch, tmp_path) -> No
                                       "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert seen == {"timeout_s": 600.0}
+
+
+def test_the_reachability_check_is_a_valid_simulator_view_request(monkeypatch):
+    """``mimesis serve``'s simulator view has no default goal: a check without a system message
+    (the scenario there) was refused with 400 scenario_required before every evaluation."""
+    from test_serve_api import ScriptedUser, live_server
+
+    from mimesis.eval.evaluate_simulator import EndpointUser
+
+    monkeypatch.setenv("STUB_KEY", "k")
+    script = ScriptedUser()
+    with live_server(script) as base:
+        source = SimulatorSource("openai", "mimesis-user-simulator", base_url=f"{base}/sim/v1",
+                                 api_key_env="STUB_KEY")
+        EndpointUser(source, EvaluateUserParams()).check()
+    assert script.batches == [["You want help writing a short birthday message."]]
+
+
+def test_an_endpoint_that_refuses_the_check_is_a_clear_error(tmp_path, openai_stub):
+    stub, url = openai_stub
+    stub.status = 400
+    out = tmp_path / "o"
+    result = _invoke(["--endpoint", url, "--model", "m", "--api-key-env", "STUB_KEY",
+                      "--conversations", str(_write_plain(tmp_path / "c.jsonl")),
+                      "--out", str(out)], {"STUB_KEY": "k"})
+    assert result.exit_code == 2 and "refused a minimal request" in result.output
+    assert len(stub.requests) == 1 and not out.exists()

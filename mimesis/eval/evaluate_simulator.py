@@ -152,8 +152,21 @@ class EndpointUser:
                                  key_hint=" (--api-key-env names it)")
 
     def check(self) -> None:
-        """One 1-token request, so an unreachable endpoint fails before any work."""
-        self.client.complete([{"role": "user", "content": "hi"}], max_tokens=1, temperature=0.0)
+        """One 1-token request, so an unreachable or misaddressed endpoint fails before any
+        work. The request is valid for both kinds of endpoint: a chat model, and ``mimesis
+        serve``'s simulator view, where the system message is the scenario goal.
+
+        Raises:
+            SimulatorEndpointError: unreachable, or the minimal request was refused (4xx).
+        """
+        reply = self.client.complete(
+            [{"role": "system", "content": "You want help writing a short birthday message."},
+             {"role": "user", "content": "Hello! How can I help you today?"}],
+            max_tokens=1, temperature=0.0)
+        if reply.rejected:
+            raise SimulatorEndpointError(
+                f"{self.client.host} refused a minimal request ({reply.rejected}); for `mimesis "
+                f"serve`, --endpoint is its simulator view, http://HOST:PORT/sim/v1")
 
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
         if not batch:
