@@ -53,7 +53,12 @@ def _check_root(root: Path) -> Path:
 
 
 def _apply_profile(root: Path, profile: str | None) -> None:
-    if profile and set_profile(root / "params.yaml", profile):
+    try:
+        changed = bool(profile) and set_profile(root / "params.yaml", profile)
+    except ParamsError as err:
+        console.print(f"[red]{err}[/red]", highlight=False)
+        raise typer.Exit(2) from err
+    if changed:
         console.print(f"params.yaml: profile set to [bold]{profile}[/bold]")
 
 

@@ -185,9 +185,13 @@ def evaluate_simulator(
 
     chosen = [k for k, v in (("--simulator", simulator), ("--endpoint", endpoint), ("--hf", hf))
               if v is not None]
-    if len(chosen) != 1 or (endpoint is not None and not model):
+    if len(chosen) != 1:
         console.print("[red]give exactly one of --simulator, --endpoint (with --model) or "
                       f"--hf; got {chosen or 'none'}[/red]")
+        raise typer.Exit(2)
+    if endpoint is not None and not model:
+        console.print("[red]--endpoint needs --model: the model id to send (a `mimesis serve` "
+                      "answers to any, e.g. mimesis-user-simulator)[/red]")
         raise typer.Exit(2)
     try:
         settings = _evaluate_params(params, profile)

@@ -189,3 +189,28 @@ def test_reconciliation_names_what_is_missing() -> None:
     ledger = Ledger(rejects=[Reject(id="x_0", stage="curate", reason="malformed")])
     with pytest.raises(RuntimeError, match="x_0"):
         ledger.counts(read, [], Counter())
+
+
+# --- the command line: bad input is a reason and exit code 2, never a traceback ----------------
+@pytest.mark.parametrize(("body", "reason"), [
+    (None, "No such file"),
+    (b'{"id": "c1"}', "is not a JSON array"),
+    (_array(_good(0)), "need at least 3 conversations"),
+])
+def test_the_command_names_bad_input_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, body, reason
+) -> None:
+    from mimesis.stages.curate import main
+
+    source = tmp_path / "src.json"
+    if body is not None:
+        source.write_bytes(body)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--source", str(source), "--out", str(tmp_path / "out"),
+              "--params", str(Path(__file__).parents[1] / "params.yaml")])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert exit_.value.code == 2 and last.startswith("curate: ") and reason in last
+    assert "Traceback" not in err

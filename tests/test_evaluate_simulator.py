@@ -221,3 +221,9 @@ def test_an_endpoint_that_refuses_the_check_is_a_clear_error(tmp_path, openai_st
                       "--out", str(out)], {"STUB_KEY": "k"})
     assert result.exit_code == 2 and "refused a minimal request" in result.output
     assert len(stub.requests) == 1 and not out.exists()
+
+
+def test_an_endpoint_without_a_model_says_so(tmp_path):
+    result = _invoke(["--endpoint", "http://127.0.0.1:1/v1", "--conversations",
+                      str(_write_plain(tmp_path / "c.jsonl")), "--out", str(tmp_path / "o")], {})
+    assert result.exit_code == 2 and "--endpoint needs --model" in result.output

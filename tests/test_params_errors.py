@@ -86,3 +86,12 @@ def test_prefect_does_not_retry_invalid_params():
     assert not retry_unless_params_error(None, None, Failed(data=ParamsError("bad value")))
     assert retry_unless_params_error(None, None, Failed(data=ConnectionError("endpoint down")))
     assert all(t.retry_condition_fn is retry_unless_params_error for t in TASKS.values())
+
+
+def test_run_with_an_unknown_profile_is_a_clear_error(project: Path):
+    before = (project / "params.yaml").read_text()
+    result = CliRunner().invoke(app, ["run", "--profile", "nosuch", "--root", str(project)])
+    assert result.exit_code == 2
+    assert "unknown profile 'nosuch'" in result.output and "Traceback" not in result.output
+    assert (project / "params.yaml").read_text() == before
+    assert not (project / "data" / "curate").exists()  # nothing ran

