@@ -6,7 +6,7 @@ prompted-baseline prompt, ``--simulator DIR`` for a frozen simulator). The same 
 (FunctionGym/TravelGym tasks, G episodes each) is played by every arm with the same rollout
 engine; the arms differ only in what samples the agent's and the simulator's turns:
 
-- ``engine``: :class:`~mimesis.rl.sampling.TokenSampler` with ``--max-concurrent`` episodes in
+- ``engine``: :class:`~mimesis.models.engine.sampling.TokenSampler` with ``--max-concurrent`` episodes in
   flight (one agent and one simulator call per step serving every waiting episode, freed slots
   refilled from the queue), KV reuse across turns (unless ``--no-cache``), GQA attention without
   copies and ``fast_linears``;
@@ -61,8 +61,9 @@ import torch
 # isort: on
 
 from mimesis.models.base import load_base
-from mimesis.rl import RolloutEngine, RolloutParams, SamplingParams, ScenarioSpec, TokenSampler
-from mimesis.rl.sampling import Sample
+from mimesis.models.engine.sampling import Sample, SamplingParams, TokenSampler
+from mimesis.rollout.engine import RolloutEngine
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.baseline import prompted_user_simulator
 from mimesis.simulator.runtime import UserSimulator
 
@@ -74,7 +75,7 @@ QUICK = {"episodes": 4, "group_size": 2, "max_concurrent": 4, "max_turns": 2,
 
 
 class HFGenerate:
-    """:class:`~mimesis.rl.sampling.TokenGenerateFn` (and ``chat``) on plain ``model.generate``.
+    """:class:`~mimesis.models.engine.sampling.TokenGenerateFn` (and ``chat``) on plain ``model.generate``.
 
     Each chunk of ``params.batch_size`` prompts is one left-padded ``generate`` call with
     ``max_new_tokens`` = the chunk's largest limit; each row is then cut at its EOS and its own

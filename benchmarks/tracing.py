@@ -39,7 +39,9 @@ import torch
 # isort: on
 
 from mimesis.models.base import load_base
-from mimesis.rl import RolloutEngine, RolloutParams, SamplingParams, ScenarioSpec, TokenSampler
+from mimesis.models.engine.sampling import SamplingParams, TokenSampler
+from mimesis.rollout.engine import RolloutEngine
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.traces import flush, log_episode_traces
 

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from mimesis.integrations.trl import env_reward, frozen_user_rollout, scenario_prompts
     from mimesis.models.base import load_base
-    from mimesis.rl.records import RolloutParams
+    from mimesis.rollout.records import RolloutParams
 
     policy, tokenizer = load_base(args.policy)
     rollout = frozen_user_rollout(

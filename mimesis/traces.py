@@ -53,7 +53,7 @@ READ = ("agent", "user", "messages", "env", "scenario_id", "index", "reward", "t
 
 def pick(row: Any) -> dict[str, Any]:
     """The :data:`READ` fields of an episode record (a JSON row or an
-    :class:`~mimesis.rl.records.Episode`); nothing else of it goes further."""
+    :class:`~mimesis.rollout.records.Episode`); nothing else of it goes further."""
     if hasattr(row, "model_dump"):
         row = row.model_dump(mode="json", include=set(READ))
     return {k: row[k] for k in READ if k in row}
@@ -135,7 +135,7 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
     the active run, if any).
 
     Args:
-        rows: Episode records: :class:`~mimesis.rl.records.Episode` objects or their JSON rows
+        rows: Episode records: :class:`~mimesis.rollout.records.Episode` objects or their JSON rows
             (token lists optional), with ``agent`` / ``user`` keys unless given here; training
             rows may carry ``step``. Only the :data:`READ` fields are read (:func:`pick`).
         stage: The stage name (tag ``mimesis.stage``; the session ids start with it).

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mimesis.models.base import load_base
-from mimesis.rl.sampling import SamplingParams, TokenSampler
+from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
 ROLLOUT_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "rollout.py"
 

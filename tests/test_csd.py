@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from mimesis.models.engine.tokens import Transcript, encode, render
 from mimesis.rl.coach import CoachParams, find_leaks, note_requests, parse_note
 from mimesis.rl.csd import csd_loss, teacher_sequence, token_logps
-from mimesis.rl.tokens import Transcript, encode, render
 
 STUDENT = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])  # [B=1, T=2, V=3]
 TEACHER = torch.tensor([[[0.0, 0.0, 3.0], [1.0, 3.0, 0.0]]])

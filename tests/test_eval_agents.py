@@ -25,10 +25,10 @@ from mimesis.eval.agents import (
     load_agent,
 )
 from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt
-from mimesis.rl import Sample, ScenarioSpec
-from mimesis.rl.records import Episode
-from mimesis.rl.scenarios import scenario_specs
-from mimesis.rl.tokens import encode
+from mimesis.models.engine.sampling import Sample
+from mimesis.models.engine.tokens import encode
+from mimesis.rollout.records import Episode, ScenarioSpec
+from mimesis.rollout.scenarios import scenario_specs
 from mimesis.schemas import Conversation, Turn
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.stages.distill_agent import DistillAgentParams
@@ -92,7 +92,7 @@ def test_fixed_task_envs_spread_indices_over_the_task_list():
 
 # ----------------------------------------------------------------------------- aggregation
 def _episode(env: str, reward: float, termination: str = "answer", turns: int = 2) -> Episode:
-    from mimesis.rl.records import TurnRecord
+    from mimesis.rollout.records import TurnRecord
 
     return Episode.model_construct(
         env=env, reward=reward, termination=termination, user_end_reason=None,
@@ -207,7 +207,7 @@ def _adapter_dir(root: Path) -> Path:
     from peft import LoraConfig, get_peft_model
 
     from mimesis.models.base import base_dir, load_base
-    from mimesis.rl.agent_training import adapter_sha256
+    from mimesis.models.merge import adapter_sha256
 
     base, tok = load_base("tiny-llama")
     model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
@@ -228,7 +228,7 @@ def _adapter_dir(root: Path) -> Path:
 def test_load_agent_merges_a_verified_adapter(tmp_path, tiny):
     import torch
 
-    from mimesis.train.merge import StaleTrainingError
+    from mimesis.models.merge import StaleTrainingError
 
     root = _adapter_dir(tmp_path / "train_agent")
     model, tok = load_agent("train_agent", root)

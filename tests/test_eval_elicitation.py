@@ -18,7 +18,7 @@ from mimesis.eval.elicitation import (
     episode_elicitation,
     scenario_bootstrap,
 )
-from mimesis.rl.records import Episode, ScenarioSpec, TurnRecord
+from mimesis.rollout.records import Episode, ScenarioSpec, TurnRecord
 from mimesis.schemas import Scenario
 
 KWARGS = {"n_options": 6}  # as params.yaml plays TravelGym; not the constructor default

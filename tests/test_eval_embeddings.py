@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mimesis.eval.embeddings import DIM, EmbeddingModelMissing, c2st_featurizer, model_dir
+from mimesis.eval.c2st import c2st_featurizer
 from mimesis.eval.style import STYLE_FEATURES
+from mimesis.models.embeddings import DIM, EmbeddingModelMissing, model_dir
 
 
 @pytest.fixture(scope="module")
 def embedder():
-    from mimesis.eval.embeddings import MiniLMEmbedder
+    from mimesis.models.embeddings import MiniLMEmbedder
 
     try:
         model_dir()

@@ -19,7 +19,7 @@ from mimesis.eval.agent_tables import comparison_table_markdown, diff_plot
 from mimesis.eval.agents import AgentEvalParams, evaluate_agents, load_agent
 from mimesis.eval.reseed import reseed_user
 from mimesis.eval.unseen_users import UnseenUserConfig, build_user
-from mimesis.rl.records import Episode, ScenarioSpec, TurnRecord
+from mimesis.rollout.records import Episode, ScenarioSpec, TurnRecord
 from mimesis.simulator.runtime import UserSimulator
 
 ENVS = ("FunctionGym", "TelepathyGym")
@@ -32,7 +32,7 @@ def _sampling_users():
     """A frozen-style user (``TokenSampler.chat`` as ``generate_fn``, as ``load_user`` builds the
     frozen simulator) and an ``hf`` unseen user, both sampling at temperature 1."""
     from mimesis.models.base import load_base
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     model, tok = load_base("tiny-llama")
     model.requires_grad_(False)
@@ -291,7 +291,7 @@ def _tiny_adapter(folder: Path) -> None:
     from peft import LoraConfig, get_peft_model
 
     from mimesis.models.base import base_dir, load_base
-    from mimesis.rl.agent_training import adapter_sha256
+    from mimesis.models.merge import adapter_sha256
 
     base, _ = load_base("tiny-llama")
     model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"],

@@ -22,9 +22,9 @@ from mimesis.eval.unseen_users import (
     check_not_training,
     parse_unseen,
 )
+from mimesis.format import END_SIGNAL
 from mimesis.io import write_json, write_jsonl
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
-from mimesis.simulator.format import END_SIGNAL
 from mimesis.simulator.runtime import UserSimulator
 
 KEY_ENV = "MIMESIS_TEST_UNSEEN_KEY"

@@ -17,10 +17,11 @@ from mimesis.envs.travel_data import PRICE, kind_label
 from mimesis.envs.travel_gym import preference_text
 from mimesis.eval.agent_stats import success_threshold
 from mimesis.models.base import base_dir
-from mimesis.rl import RolloutEngine, RolloutParams, Sample, ScenarioSpec
+from mimesis.models.engine.sampling import Sample
+from mimesis.models.engine.tokens import encode, render
 from mimesis.rl.experts import EXPERTS, ExpertPolicy
-from mimesis.rl.rollout import AgentView, ViewTurn, policy_turn_ids
-from mimesis.rl.tokens import encode, render
+from mimesis.rollout.engine import AgentView, RolloutEngine, ViewTurn, policy_turn_ids
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 
 

@@ -148,8 +148,8 @@ def test_registry_alias_resolves_to_the_version_and_loads_verified(frozen, tmp_p
 
 
 def test_stale_label_data_is_refused(frozen, tmp_path):
+    from mimesis.models.merge import StaleTrainingError
     from mimesis.stages.freeze_user import run as freeze
-    from mimesis.train.merge import StaleTrainingError
 
     label_dir = tmp_path / "label"
     shutil.copytree(frozen / "label", label_dir)

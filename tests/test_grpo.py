@@ -121,7 +121,7 @@ def test_env_tokens_do_not_change_the_grpo_loss(tmp_path):
 
 # ----------------------------------------------------------------------------- dynamic sampling
 def _fake_episode(group_id: int, reward: float, env: str = "FunctionGym", seed: int = 0):
-    from mimesis.rl.records import Episode, ScenarioSpec
+    from mimesis.rollout.records import Episode, ScenarioSpec
 
     return Episode.model_construct(group_id=group_id, reward=reward, env=env, index=-1,
                                    spec=ScenarioSpec(env=env, seed=seed))
@@ -138,7 +138,7 @@ def test_flat_groups_are_replaced_by_fresh_scenarios_of_the_same_env():
 
     def fresh(env):
         asked.append(env)
-        from mimesis.rl.records import ScenarioSpec
+        from mimesis.rollout.records import ScenarioSpec
 
         return ScenarioSpec(env=env, seed=100 + len(asked))
 
@@ -172,7 +172,7 @@ def test_resampling_stops_at_max_rounds_and_keeps_flat_groups():
         calls.append(len(jobs))
         return [_fake_episode(g, 0.0, s.env, s.seed) for s, g in jobs]
 
-    from mimesis.rl.records import ScenarioSpec
+    from mimesis.rollout.records import ScenarioSpec
 
     kept, stats = refill_flat_groups(play, first, lambda env: ScenarioSpec(env=env, seed=7),
                                      max_rounds=2, group_size=2)
@@ -183,7 +183,7 @@ def test_resampling_stops_at_max_rounds_and_keeps_flat_groups():
 
 def test_scenario_stream_fresh_scenarios_follow_the_dataset_and_keep_the_env():
     from mimesis.rl.agent_training import AgentRLParams
-    from mimesis.rl.scenarios import ScenarioStream, scenario_specs
+    from mimesis.rollout.scenarios import ScenarioStream, scenario_specs
 
     p = AgentRLParams(envs=["FunctionGym", "TravelGym"], steps=2, scenarios_per_step=2)
     stream = ScenarioStream(p)

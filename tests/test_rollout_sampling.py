@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mimesis.models.base import load_base
-from mimesis.rl.sampling import SamplingParams, TokenSampler
+from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_prefixes_shared_inside_one_call_are_prefilled_once(tiny) -> None:
 
 
 def test_gqa_attention_is_switched_on_for_the_call_only(tiny) -> None:
-    from mimesis.rl.attention import NAME, gqa_attention
+    from mimesis.models.engine.attention import NAME, gqa_attention
 
     model, tok = tiny
     assert model.config._attn_implementation == "sdpa"
@@ -128,7 +128,7 @@ def test_gqa_attention_is_switched_on_for_the_call_only(tiny) -> None:
 
 
 def test_growing_cache_layer_equals_concatenation() -> None:
-    from mimesis.rl.kv import GrowingLayer, left_padded_cache
+    from mimesis.models.engine.kv import GrowingLayer, left_padded_cache
 
     parts = [torch.randn(3, 2, n, 4) for n in (3, 1, 4)]
     layer = GrowingLayer(capacity=2, past=(parts[0], -parts[0]))  # grows past its capacity
@@ -186,7 +186,7 @@ def test_grouped_prefill_and_shrinking_batch_give_the_unbatched_greedy_tokens(ti
 
 
 def test_prefill_groups_split_only_where_padding_costs_more_than_a_forward() -> None:
-    from mimesis.rl.sampling import prefill_groups
+    from mimesis.models.engine.sampling import prefill_groups
 
     assert prefill_groups([5, 6, 6, 7], forward_cost=16) == [(0, 4)]
     assert prefill_groups([3, 4, 4, 300], forward_cost=16) == [(0, 3), (3, 4)]
@@ -197,8 +197,8 @@ def test_prefill_groups_split_only_where_padding_costs_more_than_a_forward() -> 
 
 
 def test_rows_leave_the_batch_by_moving_tail_rows_in_place() -> None:
-    from mimesis.rl.kv import GrowingLayer
-    from mimesis.rl.sampling import fill_from_tail
+    from mimesis.models.engine.kv import GrowingLayer
+    from mimesis.models.engine.sampling import fill_from_tail
 
     index = fill_from_tail(6, {1, 3})
     assert sorted(index) == [0, 2, 4, 5] and all(i >= j for j, i in enumerate(index))
@@ -216,7 +216,7 @@ def test_rows_leave_the_batch_by_moving_tail_rows_in_place() -> None:
 def test_nucleus_draw_samples_the_sorted_nucleus() -> None:
     """Top-k search with growing k draws from the same nucleus as sorting the whole vocabulary:
     nuclei of 2, 8 and 111 tokens with ``first_k=4`` need k = 4, 32 and 256."""
-    from mimesis.rl.sampling import nucleus_draw
+    from mimesis.models.engine.sampling import nucleus_draw
 
     vocab, top_p, draws = 300, 0.9, 6000
     g = torch.Generator().manual_seed(0)
@@ -241,7 +241,7 @@ def test_nucleus_draw_samples_the_sorted_nucleus() -> None:
 
 def test_fast_linears_give_the_same_outputs_for_every_row_count_and_follow_weight_changes(
         tiny) -> None:
-    from mimesis.rl.attention import PACKED_ROWS, fast_linears
+    from mimesis.models.engine.attention import PACKED_ROWS, fast_linears
 
     layer = torch.nn.Linear(32, 48)
     wrapper = torch.nn.Sequential(layer)

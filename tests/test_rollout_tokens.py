@@ -7,7 +7,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from mimesis.models.base import base_dir
-from mimesis.rl.tokens import TemplateDriftError, Transcript, encode, render
+from mimesis.models.engine.tokens import TemplateDriftError, Transcript, encode, render
 
 # A Qwen3-style template: an assistant message that is followed by a later message loses its
 # <think> block. Otherwise plain ChatML, like the tiny model's own template.
@@ -109,7 +109,9 @@ def test_two_agent_turns_in_a_row_are_refused(tok) -> None:
 
 
 def test_the_engine_stops_on_a_think_dropping_template(drop_think_tok) -> None:
-    from mimesis.rl import RolloutEngine, RolloutParams, Sample, ScenarioSpec
+    from mimesis.models.engine.sampling import Sample
+    from mimesis.rollout.engine import RolloutEngine
+    from mimesis.rollout.records import RolloutParams, ScenarioSpec
     from mimesis.simulator.runtime import UserSimulator
 
     def agent(prompts, limits):

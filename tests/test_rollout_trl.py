@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from mimesis.models.base import load_base
-from mimesis.rl import RolloutParams, ScenarioSpec, env_reward, scenario_dataset
 from mimesis.rl.grpo import make_rollout_func
-from mimesis.rl.trl_rollout import TRL_KEYS, group_jobs
+from mimesis.rl.trl_rollout import TRL_KEYS, env_reward, group_jobs, scenario_dataset
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 
 SPECS = [ScenarioSpec(env="FunctionGym", seed=1), ScenarioSpec(env="TravelGym", seed=2)]

@@ -12,10 +12,11 @@ from transformers import AutoTokenizer
 
 from mimesis.models.base import base_dir
 from mimesis.params import PROFILES, build, stage_params
-from mimesis.rl import RolloutEngine, RolloutParams, ScenarioSpec
 from mimesis.rl.agent_training import UserSamplingParams
 from mimesis.rl.expert_sft import REASONS, reject_reason, sft_rows, triage
 from mimesis.rl.experts import ExpertPolicy
+from mimesis.rollout.engine import RolloutEngine
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.stages.sft_agent import SftAgentParams
 
@@ -126,7 +127,7 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
     out = run(frozen / "freeze_user", frozen / "sft_agent", _small())
     meta = json.loads((out / "meta.json").read_text())
     assert meta["stage"] == "sft_agent" and meta["finetune"] == "lora"
-    assert meta["weights"] == rl.adapter_sha256(out / "model") and meta["weights"]
+    assert meta["weights"] == mimesis.models.merge.adapter_sha256(out / "model") and meta["weights"]
     kept = (out / "traces.jsonl").read_text().splitlines()
     rejected = [json.loads(x) for x in (out / "rejects.jsonl").read_text().splitlines()]
     counts = meta["traces"]

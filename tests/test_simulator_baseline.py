@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from mimesis.format import END_SIGNAL
 from mimesis.schemas import Scenario, Turn
 from mimesis.simulator.baseline import (
     prompted_user_simulator,
     render_prompted_system_prompt,
     render_prompted_user_messages,
 )
-from mimesis.simulator.format import END_SIGNAL
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.runtime import UserSimulator, build_view
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mimesis.simulator.format import END_SIGNAL, format_end, format_target
+from mimesis.format import END_SIGNAL, format_end, format_target
 from mimesis.simulator.parsing import parse_turn, starts_like_reasoning
 
 SECRET = "refund quietly"  # words that only ever appear in the reasoning

@@ -69,7 +69,7 @@ def _runs(root: Path, name: str):
 @pytest.mark.slow
 def test_grpo_steps_move_the_adapter_and_log_rewards(trained):
     from mimesis.models.base import load_base
-    from mimesis.rl.agent_training import adapter_sha256
+    from mimesis.models.merge import adapter_sha256
 
     stage = json.loads((trained / "train_agent" / "meta.json").read_text())
     assert set(stage["arms"]) == {"grpo", "grpo-prompted"}
@@ -229,8 +229,8 @@ def test_distill_agent_starts_from_the_given_adapter(trained, monkeypatch):
 def test_distill_refuses_a_changed_start_adapter(trained, tmp_path):
     import shutil
 
+    from mimesis.models.merge import StaleTrainingError
     from mimesis.stages.distill_agent import run
-    from mimesis.train.merge import StaleTrainingError
 
     copy = tmp_path / "sft_agent"
     shutil.copytree(trained / "train_agent" / "grpo", copy,
@@ -263,7 +263,7 @@ def test_params_yaml_sections_build(profile):
 
 
 def test_held_out_environments_are_refused_for_training():
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.scenarios import scenario_specs
 
     specs = scenario_specs(data.small_params(envs=["FunctionGym", "TravelGym"], steps=2))
     assert [s.env for s in specs] == ["FunctionGym", "TravelGym"] * 2
@@ -283,7 +283,7 @@ def test_held_out_environments_are_refused_for_training():
 
 def test_overfitting_check_replays_the_first_scenarios_every_step():
     from mimesis.rl.agent_training import DynamicSamplingParams
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.scenarios import scenario_specs
 
     off = DynamicSamplingParams(enabled=False)
     p = data.small_params(envs=["FunctionGym", "TravelGym"], steps=3, scenarios_per_step=2,

@@ -45,7 +45,7 @@ def _key(spec) -> tuple:
 def _assert_training_only(specs, p: TrainAgentParams) -> None:
     """No spec of the GRPO stream's reach, and none of the evaluation's held-out scenarios."""
     from mimesis.eval.agents import check_disjoint, heldout_specs
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.scenarios import scenario_specs
 
     stream = scenario_specs(p, 1000)  # far beyond what the run can draw
     assert not {_key(s) for s in specs} & {_key(s) for s in stream}
@@ -77,7 +77,7 @@ def test_levels_are_measured_on_training_scenarios_disjoint_from_grpo_and_held_o
 def test_choose_level_plays_every_level_on_its_training_scenarios(tmp_path, monkeypatch):
     from mimesis.rl.difficulty_run import choose_level
     from mimesis.rl.frozen_user import load_user
-    from mimesis.rl.rollout import RolloutEngine
+    from mimesis.rollout.engine import RolloutEngine
 
     p = _params()
     user = load_user(data.build_frozen_tiny(tmp_path / "freeze_user" / "simulator").parent, p)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from mimesis.format import END_SIGNAL
 from mimesis.models.chat_template import IM_END
-from mimesis.simulator.format import END_SIGNAL
 from mimesis.stages.train_user import TrainUserParams
 from mimesis.train.grounding import GroundingParams
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mimesis.format import END_SIGNAL
 from mimesis.io import write_jsonl
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
-from mimesis.simulator.format import END_SIGNAL
 
 _TOPICS = [
     ("a cover letter for a junior data analyst job",

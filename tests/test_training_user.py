@@ -27,15 +27,15 @@ def _params(**kw) -> AgentRLParams:
 
 def _agent():
     from mimesis.models.base import load_base
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     model, tok = load_base("tiny-llama")
     return TokenSampler(model, tok, SamplingParams(max_new_tokens=6), seed=0), tok
 
 
 def test_openai_endpoint_user_trains_behind_the_runtime(openai_stub, monkeypatch):
-    from mimesis.rl.records import RolloutParams, ScenarioSpec
-    from mimesis.rl.rollout import RolloutEngine
+    from mimesis.rollout.engine import RolloutEngine
+    from mimesis.rollout.records import RolloutParams, ScenarioSpec
 
     stub, url = openai_stub
     monkeypatch.setenv("MIMESIS_TEST_KEY", "secret")

@@ -19,9 +19,9 @@ from mimesis.behaviors import fallbacks, parsing
 from mimesis.behaviors.backends import ChatBackend
 from mimesis.behaviors.catalog import BEHAVIORS
 from mimesis.behaviors.lexicon import content_stems
+from mimesis.prompts import load_prompt
 from mimesis.schemas import Messages
-from mimesis.simulator.prompts import load_prompt
-from mimesis.simulator.roles import clip
+from mimesis.text import clip
 
 KINDS = ("reasoning", "goal", "end", "behaviors")
 _SECTION = re.compile(r"<!--\s*(system|user|prefill)\s*-->\n?")

@@ -4,7 +4,7 @@ cues, word overlap, a cut-off reply; optionally MiniLM sentence embeddings of th
 context) into one calibrated logistic regression per label; each behaviour abstains below a
 threshold chosen on validation folds, precision first (a trait's threshold maximises its F1).
 
-Source: ours. Embeddings: all-MiniLM-L6-v2 (``mimesis.eval.embeddings``); calibration: Platt
+Source: ours. Embeddings: all-MiniLM-L6-v2 (``mimesis.models.embeddings``); calibration: Platt
 scaling (``CalibratedClassifierCV(method="sigmoid")``, Platt 1999); thresholds from out-of-fold
 probabilities of grouped cross-validation, so no turn (nor its conversation) scores a model that
 was fitted on it.

@@ -70,7 +70,7 @@ def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
 
 def trained_specs(stage_dir: Path) -> list:
     """The scenarios a finished agent stage played, rebuilt from its ``meta.json`` with
-    :func:`~mimesis.rl.scenarios.scenario_specs`.
+    :func:`~mimesis.rollout.scenarios.scenario_specs`.
 
     RL stages (params ``steps``, ``scenarios_per_step``): the first ``scenarios_drawn`` of the
     scenario stream (dynamic sampling's replacements included; default ``steps ×
@@ -82,8 +82,7 @@ def trained_specs(stage_dir: Path) -> list:
     Raises:
         KeyError: the params lack what picks the scenarios.
     """
-    from mimesis.rl.agent_training import AgentRLParams
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.scenarios import ScenarioPlan, scenario_specs
 
     meta = read_meta(stage_dir)
     params = dict(meta.get("params", {}))
@@ -94,7 +93,7 @@ def trained_specs(stage_dir: Path) -> list:
     if missing:
         raise KeyError(f"{stage_dir}/meta.json params lack {missing}: cannot check that the "
                        "evaluation scenarios were not trained on")
-    p = AgentRLParams(**{k: params[k] for k in SCENARIO_KEYS})
+    p = ScenarioPlan(**{k: params[k] for k in SCENARIO_KEYS})
     drawn = int(meta.get("scenarios_drawn") or 0)
     return scenario_specs(p, max(drawn, p.steps * p.scenarios_per_step))
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from mimesis.eval.agent_stats import _EPS, ALL_ENVS, success_threshold
-from mimesis.rl.records import Episode
+from mimesis.rollout.records import Episode
 
 MIN_SCENARIOS = 2
 METRICS = ("mean_reward", "success_rate")

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from mimesis.rl.records import Episode
+from mimesis.rollout.records import Episode
 
 SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
                       "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
@@ -73,7 +73,7 @@ def format_compliance(episodes: Sequence[Episode]) -> float:
     """Share of the agent turns of ``episodes`` that reached the env as a tagged action (module
     docstring); NaN without turns.
 
-    >>> from mimesis.rl.records import TurnRecord
+    >>> from mimesis.rollout.records import TurnRecord
     >>> ep = Episode.model_construct(turns=[TurnRecord(agent_text="[answer] 4", kind="answer"),
     ...                                     TurnRecord(agent_text="what is f?", kind="action"),
     ...                                     TurnRecord(agent_text="[answer] 4")])  # cut: no kind

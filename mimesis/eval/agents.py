@@ -3,7 +3,7 @@
 Protocol (docs/metrics.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base
 model, the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
 held-out scenarios of each environment with (a) the frozen training simulator and (b) each
-unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rl.rollout.RolloutEngine.play`
+unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rollout.engine.RolloutEngine.play`
 call per (agent, simulator) plays every scenario of every env together (batched agent and user
 calls). Every run starts from the same seeds: a fresh agent sampler seeded ``seed``, and every
 user restarted from ``seed`` (:func:`~mimesis.eval.reseed.reseed_user`), so identical agents get
@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from mimesis.eval.agent_stats import episode_rows, overall_rows, success_threshold
 from mimesis.eval.reseed import reseed_user
-from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
+from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 
 HELDOUT_SEED_OFFSET = 10_000_000
@@ -186,7 +186,7 @@ def check_disjoint(eval_specs: Sequence[ScenarioSpec], train_specs: Sequence[Sce
 
 # ----------------------------------------------------------------------------- evaluation
 def _default_sampler(model, tokenizer, p: AgentEvalParams):
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     return TokenSampler(model, tokenizer, SamplingParams(
         temperature=p.temperature, top_p=p.top_p, max_new_tokens=p.max_new_tokens,
@@ -222,7 +222,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
         on_episodes: Called with ``(agent, simulator, episodes)`` after each run (e.g. to write
             them); the records are not kept otherwise.
         make_sampler: ``(model, tokenizer, params) -> TokenGenerateFn``; default a
-            :class:`~mimesis.rl.sampling.TokenSampler` with the params' sampling settings.
+            :class:`~mimesis.models.engine.sampling.TokenSampler` with the params' sampling settings.
 
     Returns:
         Rows of :func:`episode_rows` (agent, simulator, env order) followed by the
@@ -236,7 +236,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
     p = params or AgentEvalParams()
     if not agents or not simulators:
         raise ValueError("need at least one agent and one simulator")
-    from mimesis.rl.rollout import RolloutEngine
+    from mimesis.rollout.engine import RolloutEngine
 
     specs = heldout_specs(p.envs, p.n_scenarios, p.seed_offset, p.env_kwargs)
     jobs = [(spec, g) for g, spec in enumerate(specs) for _ in range(p.episodes_per_scenario)]
@@ -289,7 +289,7 @@ def load_agent(kind: str, source: str | Path, dtype: str = "float32", device: st
     Raises:
         ValueError: unknown ``kind``.
         FileNotFoundError: no ``meta.json`` / ``model/`` in an adapter folder.
-        mimesis.train.merge.StaleTrainingError: the adapter files differ from ``meta.json``
+        mimesis.models.merge.StaleTrainingError: the adapter files differ from ``meta.json``
             ``weights``, or the base model resolves to another folder than at training.
     """
     import torch
@@ -301,8 +301,7 @@ def load_agent(kind: str, source: str | Path, dtype: str = "float32", device: st
     elif kind in ("adapter", "train_agent", "distill_agent"):
         from peft import PeftModel
 
-        from mimesis.rl.agent_training import adapter_sha256
-        from mimesis.train.merge import StaleTrainingError
+        from mimesis.models.merge import StaleTrainingError, adapter_sha256
 
         out = Path(source)
         meta_path, model_dir = out / "meta.json", out / "model"

@@ -11,8 +11,9 @@ conversation" instead of "real or simulated" and two halves of *real* users look
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import bootstrap
@@ -21,6 +22,11 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+
+from mimesis.eval.style import style_matrix
+
+if TYPE_CHECKING:  # torch is loaded only by whoever builds the embedder
+    from mimesis.models.embeddings import MiniLMEmbedder
 
 # Key of a pooled result's per-conversation (hits, rows) counts (:func:`compare_pooled`).
 PER_CONVERSATION = "_per_conversation"
@@ -263,3 +269,22 @@ def _distance_difference(ha, ta, hb, tb, axis: int = -1):
         da = np.abs(100.0 * ha.sum(axis=axis) / ta.sum(axis=axis) - 50.0)
         db = np.abs(100.0 * hb.sum(axis=axis) / tb.sum(axis=axis) - 50.0)
     return np.nan_to_num(da - db)
+
+
+def c2st_featurizer(embedder: MiniLMEmbedder,
+                    embed: Callable[[list[str]], np.ndarray] | None = None
+                    ) -> Callable[[list[str]], np.ndarray]:
+    """``texts -> (n, 384 + 7)`` features for the C2ST discriminator: sentence embedding ⊕ style
+    features (``mimesis.eval.style.STYLE_FEATURES``), as docs/metrics.md specifies. Embeddings are
+    cached per text (``embed``: a :func:`cached_embed` to share its cache; default a new one).
+    Both parts see the text as given: callers cut real and simulated turns to one character cap
+    first (:func:`mimesis.eval.generate.real_records`), and the embedder's 256-token cut is
+    the same for both."""
+    from mimesis.models.embeddings import cached_embed
+
+    embed = embed or cached_embed(embedder)
+
+    def featurize(texts: list[str]) -> np.ndarray:
+        return np.hstack([embed(texts).astype(np.float64), style_matrix(texts)])
+
+    return featurize

@@ -4,7 +4,7 @@
 Protocol: docs/claim.md (the `claim` profile). Inputs are already computed elsewhere:
 :func:`~mimesis.eval.agent_pairs.paired_differences` rows (with the ``unseen mean`` pseudo-user
 of :func:`~mimesis.eval.agent_pairs.unseen_mean_rows`), :func:`~mimesis.eval.elicitation.
-elicitation_table` rows and :func:`~mimesis.rl.reward_trend.reward_trend` results read from each
+elicitation_table` rows and :func:`~mimesis.eval.reward_trend.reward_trend` results read from each
 ``train_agent`` arm's ``meta.json``. This module only renders them (Markdown for ``agents.md``,
 and the MLflow text artifact ``claim.md``) and flattens the numbers for ``metrics.json``.
 """
@@ -19,7 +19,7 @@ from mimesis.eval.agent_pairs import UNSEEN_MEAN
 from mimesis.eval.agent_stats import ALL_ENVS
 from mimesis.eval.elicitation import METRICS as ELICITATION_METRICS
 from mimesis.eval.elicitation import elicitation_markdown
-from mimesis.rl.reward_trend import trend_markdown
+from mimesis.eval.reward_trend import trend_markdown
 
 # Section title by evaluate_agents.agents.purpose: only the claim profile's run is the experiment.
 CLAIM_TITLES = {"claim": "The claim: agents under users they never met",

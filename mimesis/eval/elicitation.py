@@ -32,7 +32,7 @@ import numpy as np
 
 from mimesis.eval.agent_pairs import MIN_SCENARIOS
 from mimesis.eval.fact_probes import Judge, travel_fact
-from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
+from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
 
 ALL_ENVS = "ALL"
 # Table metric -> (episode field or ratio of two fields). Means over scenarios.

@@ -3,7 +3,7 @@
 Every simulator is driven through the run-time path agents meet in RL, agent evaluation and
 ``mimesis serve``: :class:`~mimesis.simulator.runtime.UserSimulator` (its view, parser and guards,
 with their resamples) over a ``generate_fn`` — for a local model the RL sampler
-(:meth:`mimesis.rl.sampling.TokenSampler.chat`), for an endpoint its client
+(:meth:`mimesis.models.engine.sampling.TokenSampler.chat`), for an endpoint its client
 (:func:`simulate_runtime`). So the realism table scores the simulator as it is deployed: a turn
 a guard resamples is counted (``resampled:<flag>`` flags), one it refuses (an empty turn after
 its resample) is a lost turn. The trained and prompted simulators differ only by their system
@@ -26,8 +26,8 @@ from mimesis.simulator.baseline import (
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt
-from mimesis.simulator.roles import clip
 from mimesis.simulator.runtime import GenerateFn, UserSimulator, UserState, build_view
+from mimesis.text import clip
 
 LabelFn = Callable[[Sequence[Turn], int], Sequence[str]]
 ViewFn = Callable[[Scenario, list[Turn]], Messages]
@@ -154,7 +154,7 @@ def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence
 
 def sampler_token_counter(tokenizer) -> Callable[[Messages], int]:
     """Prompt length in tokens of a chat as :meth:`TokenSampler.chat` renders it."""
-    from mimesis.rl.tokens import encode, render
+    from mimesis.models.engine.tokens import encode, render
 
     return lambda messages: len(encode(tokenizer, render(tokenizer, messages,
                                                          add_generation_prompt=True)))
@@ -166,7 +166,7 @@ def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem
     seeded with ``params.seed``): the generation path of train_agent's frozen user.
 
     ``params``: an ``EvaluateUserParams`` (sampling, budgets, batch size)."""
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=params.temperature, top_p=params.top_p, max_new_tokens=params.max_new_tokens,

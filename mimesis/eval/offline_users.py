@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mimesis.format import END_SIGNAL, format_target
 from mimesis.io import read_jsonl
 from mimesis.schemas import Conversation, LabeledConversation, Messages, Scenario
-from mimesis.simulator.format import END_SIGNAL, format_target
 from mimesis.simulator.guards import content_words
 from mimesis.simulator.parsing import parse_turn
 

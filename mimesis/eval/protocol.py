@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn
-from mimesis.simulator.roles import clip
+from mimesis.text import clip
 
 FIRST, NEXT = "first", "next"
 

@@ -44,7 +44,8 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
     Returns:
         ``(metrics, simulated records by row, real records)``.
     """
-    from mimesis.eval.embeddings import MiniLMEmbedder, c2st_featurizer, cached_embed
+    from mimesis.eval.c2st import c2st_featurizer
+    from mimesis.models.embeddings import MiniLMEmbedder, cached_embed
     from mimesis.simulator.guards import is_assistant_like
 
     cap = params.max_turn_chars
@@ -96,7 +97,7 @@ def write_outputs(out_dir: Path, metrics: dict, items: Sequence[EvalItem],
     active MLflow run (metrics, model-id tags, the prompt templates named in ``prompts``)."""
     import mlflow
 
-    from mimesis.simulator.prompts import load_prompt
+    from mimesis.prompts import load_prompt
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "generations.jsonl",

@@ -9,7 +9,7 @@ it, and two identical agents would get different users and different scores.
 - a ``generate_fn`` with a ``reseed(seed)`` method (``HFUser``, ``OpenAIUser``, and the offline
   ``ReplayUser`` / ``AgendaUser``, deterministic, for which it is a no-op) is asked to reseed;
 - ``TokenSampler.chat`` (the frozen simulator of :func:`~mimesis.rl.frozen_user.load_user`)
-  is replaced by the ``chat`` of a fresh :class:`~mimesis.rl.sampling.TokenSampler` on the same
+  is replaced by the ``chat`` of a fresh :class:`~mimesis.models.engine.sampling.TokenSampler` on the same
   model, tokenizer and sampling params (:func:`fresh_sampler`): new generator, empty cache;
 - anything else is refused (its randomness cannot be restarted, so runs would not be paired).
 
@@ -19,7 +19,7 @@ identical batches, so identical episodes (``tests/test_eval_pairing.py``); diffe
 end episodes at different steps, so from the first difference on, an episode's user draws also
 depend on which other episodes shared its batches. Pairing is by scenario and episode index
 either way; the draws are common random numbers only while the agents behave alike. Removing
-this needs one generator per row inside ``TokenSampler`` (``mimesis/rl/sampling.py``).
+this needs one generator per row inside ``TokenSampler`` (``mimesis/models/engine/sampling.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mimesis.simulator.runtime import UserSimulator
 
 
 def fresh_sampler(sampler: Any, seed: int) -> Any:
-    """A new :class:`~mimesis.rl.sampling.TokenSampler` like ``sampler`` (same model, tokenizer,
+    """A new :class:`~mimesis.models.engine.sampling.TokenSampler` like ``sampler`` (same model, tokenizer,
     params) with generator seed ``seed`` and an empty prefix cache."""
     return type(sampler)(sampler.model, sampler.tokenizer, sampler.params, seed=seed)
 
@@ -42,7 +42,7 @@ def reseed_user(simulator: UserSimulator, seed: int) -> None:
         TypeError: a ``generate_fn`` that has no ``reseed`` method and is not
             ``TokenSampler.chat``.
     """
-    from mimesis.rl.sampling import TokenSampler
+    from mimesis.models.engine.sampling import TokenSampler
 
     fn = simulator.generate_fn
     if callable(getattr(fn, "reseed", None)):

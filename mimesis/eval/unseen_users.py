@@ -22,7 +22,7 @@ Kinds:
 * ``hf`` — a local model (``load_base`` name or HF folder) prompted as a user:
   ``prompt_style`` ``prompted_user`` (the baseline prompt, ``mimesis/prompts/prompted_user.md``)
   or ``user_simulator`` (our trained simulator's prompt); sampled with
-  :class:`~mimesis.rl.sampling.TokenSampler` (``ChatGenerator`` for sliding-window models),
+  :class:`~mimesis.models.engine.sampling.TokenSampler` (``ChatGenerator`` for sliding-window models),
   loaded on first use.
 * ``replay`` — offline, deterministic (:class:`~mimesis.eval.offline_users.ReplayUser`):
   replays the nearest *real* user turn of a held-out corpus (label's or curate's ``test.jsonl``).
@@ -273,7 +273,7 @@ class HFUser:
         import torch
 
         from mimesis.models.base import load_base
-        from mimesis.rl.sampling import SamplingParams, TokenSampler
+        from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
         c = self.config
         model, tokenizer = load_base(c.model, dtype=c.dtype)

@@ -259,7 +259,7 @@ class MimesisUser(BaseUser):
 
     def _simulator(self):
         if self.simulator is None:
-            from mimesis.rl.sampling import SamplingParams, TokenSampler
+            from mimesis.models.engine.sampling import SamplingParams, TokenSampler
             from mimesis.simulator.runtime import UserSimulator
 
             a = self.args

@@ -4,7 +4,7 @@ TRL 1.16's ``GRPOTrainer`` takes ``rollout_func(prompts, trainer) -> dict`` (exp
 ``TRL_EXPERIMENTAL_SILENCE=1`` to silence its warning). :func:`frozen_user_rollout` returns one
 that plays one of our environments (:mod:`mimesis.envs` registry: ``TravelGym``,
 ``FunctionGym``, ``TauGym``, …) with the frozen simulator as the user: it is
-:func:`mimesis.rl.grpo.make_rollout_func` (the :class:`~mimesis.rl.rollout.RolloutEngine`)
+:func:`mimesis.rl.grpo.make_rollout_func` (the :class:`~mimesis.rollout.engine.RolloutEngine`)
 over a user loaded by :func:`frozen_user_simulator`. User and tool tokens are in the completion
 with ``env_mask`` 0, so TRL keeps them out of the loss; the environment's reward comes back as
 the extra field ``env_reward`` (reward function :func:`~mimesis.rl.trl_rollout.env_reward`)::
@@ -17,7 +17,7 @@ the extra field ``env_reward`` (reward function :func:`~mimesis.rl.trl_rollout.e
                           train_dataset=scenario_prompts("TravelGym", count=64),
                           rollout_func=frozen_user_rollout("data/freeze_user/simulator"))
 
-Dataset rows are :class:`~mimesis.rl.records.ScenarioSpec` JSON strings (TRL hands
+Dataset rows are :class:`~mimesis.rollout.records.ScenarioSpec` JSON strings (TRL hands
 ``rollout_func`` nothing but the prompts); ``num_generations`` episodes are played per row.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mimesis.rl.records import RolloutParams, ScenarioSpec
 from mimesis.rl.trl_rollout import RolloutFunc, env_reward, scenario_dataset
+from mimesis.rollout.records import RolloutParams, ScenarioSpec
 
 __all__ = ["env_reward", "frozen_user_rollout", "frozen_user_simulator", "scenario_prompts"]
 
@@ -56,7 +56,7 @@ def frozen_user_simulator(sim_dir: Path | str, *, max_turns: int = 8, temperatur
     """
     import torch
 
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.simulator.frozen import load_frozen
     from mimesis.simulator.runtime import UserSimulator
 
@@ -79,7 +79,7 @@ def frozen_user_rollout(user: Path | str | Any, params: RolloutParams | None = N
         user: A frozen simulator folder, or a ready runtime
             :class:`~mimesis.simulator.runtime.UserSimulator`.
         params: Rollout settings (agent turns, tokens per agent turn, completion budget;
-            default :class:`~mimesis.rl.records.RolloutParams`). The group size is the
+            default :class:`~mimesis.rollout.records.RolloutParams`). The group size is the
             trainer's ``num_generations``.
         **user_kwargs: Passed to :func:`frozen_user_simulator` (folder only).
 

@@ -20,7 +20,7 @@ from mimesis.schemas import Messages
 class GenerationConfig:
     """Sampling settings. ``temperature`` 0 means greedy decoding.
 
-    Not :class:`~mimesis.rl.sampling.SamplingParams`: text-only ``generate()`` (no log-probs, no
+    Not :class:`~mimesis.models.engine.sampling.SamplingParams`: text-only ``generate()`` (no log-probs, no
     KV-cache reuse) that cuts each prompt to ``max_prompt_tokens``."""
 
     max_new_tokens: int = 96

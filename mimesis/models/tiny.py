@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
+from mimesis.format import END_SIGNAL, THINK_CLOSE, THINK_OPEN
 from mimesis.models.chat_template import IM_END, IM_START, apply_chatml
-from mimesis.simulator.format import END_SIGNAL, THINK_CLOSE, THINK_OPEN
 
 PAD = "<|endoftext|>"
 # Bump ``version`` when the build code changes what it writes, so caches are rebuilt.

@@ -3,7 +3,7 @@ params, TRL's config, the trainer over the scenario stream, the policy a run sta
 resumable training, and the run's summaries.
 
 The frozen simulator and its guard are in :mod:`mimesis.rl.frozen_user`; the training scenarios
-in :mod:`mimesis.rl.scenarios`.
+in :mod:`mimesis.rollout.scenarios`.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import torch
 
 from mimesis.rl.frozen_user import FrozenGuard, FrozenUser
 from mimesis.rl.grpo import HISTORY, make_rollout_func
-from mimesis.rl.records import RolloutParams
-from mimesis.rl.scenarios import ScenarioStream, scenario_specs
+from mimesis.rollout.records import RolloutParams
+from mimesis.rollout.scenarios import ScenarioStream, scenario_specs
 
 
 @dataclass(frozen=True)
 class UserSamplingParams:
     """How the frozen simulator samples its turns (reasoning + utterance).
 
-    Kept apart from :class:`~mimesis.rl.sampling.SamplingParams`: these are the params.yaml
+    Kept apart from :class:`~mimesis.models.engine.sampling.SamplingParams`: these are the params.yaml
     ``user`` keys only (the sampler's cache settings are not a user's choice)."""
 
     temperature: float = 0.8
@@ -270,11 +270,11 @@ def load_start_policy(stage_dir: Path | None, user: FrozenUser, p):
         model already carries the adapter).
 
     Raises:
-        mimesis.train.merge.StaleTrainingError: the adapter files differ from ``meta.json``,
+        mimesis.models.merge.StaleTrainingError: the adapter files differ from ``meta.json``,
             it was made against another simulator, or its base resolves to another folder.
     """
     from mimesis.models.base import base_dir, load_base
-    from mimesis.train.merge import StaleTrainingError
+    from mimesis.models.merge import StaleTrainingError, adapter_sha256
 
     if stage_dir is None:
         model, tokenizer = load_base(p.base_model, dtype=p.dtype)
@@ -297,10 +297,3 @@ def load_start_policy(stage_dir: Path | None, user: FrozenUser, p):
     model = PeftModel.from_pretrained(base, str(model_dir), is_trainable=True)
     return model, tokenizer, {"name": meta.get("stage", Path(stage_dir).name),
                               "base_model": meta["base_model"], "peft_config": None}
-
-
-def adapter_sha256(model_dir: Path) -> dict[str, str]:
-    """sha256 of the saved weight files of ``model_dir`` (adapter or full model)."""
-    from mimesis.io import sha256_file
-
-    return {p.name: sha256_file(p) for p in sorted(model_dir.glob("*.safetensors"))}

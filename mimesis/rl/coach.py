@@ -27,9 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mimesis.prompts import load_prompt
 from mimesis.schemas import Messages
 from mimesis.simulator.parsing import parse_turn
-from mimesis.simulator.prompts import load_prompt
 
 GenerateFn = Callable[[list[Messages]], list[str]]
 NoteStatus = Literal["kept", "none", "empty", "leak"]
@@ -120,7 +120,7 @@ def note_requests(episodes: Sequence[Any], p: CoachParams) -> list[NoteRequest]:
     ``k − 1``.
 
     Args:
-        episodes: :class:`~mimesis.rl.records.Episode` records, indexed by position.
+        episodes: :class:`~mimesis.rollout.records.Episode` records, indexed by position.
         p: Coach settings.
     """
     system, template = load_prompt("coach").strip(), load_prompt("coach_request").strip()
@@ -254,7 +254,7 @@ def make_coach(p: CoachParams, sim_model, sim_tokenizer, sim_name: str, seed: in
                             temperature=p.temperature)
         return Coach(lambda batch: api.complete(batch, [""] * len(batch), p.max_new_tokens,
                                                 "coach"), api.name, p)
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     sampler = TokenSampler(sim_model, sim_tokenizer, SamplingParams(
         temperature=p.temperature, max_new_tokens=p.max_new_tokens, cache_entries=0), seed=seed)

@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 
+from mimesis.models.engine.tokens import TemplateDriftError, encode, render
 from mimesis.rl.grpo import TurnCreditGRPOTrainer, log_to_mlflow
-from mimesis.rl.tokens import TemplateDriftError, encode, render
 from mimesis.schemas import Messages
 
 
@@ -102,7 +102,7 @@ def teacher_sequence(tokenizer, episode: Any, notes: dict[int, str]) -> TeacherS
     """Insert ``notes[k]`` as a user message before agent turn ``k`` and tokenise the chat.
 
     Injected text is the difference of two template renderings (as the rollout's transcript does,
-    :mod:`mimesis.rl.tokens`); the agent's sampled ids are copied verbatim, so the teacher scores
+    :mod:`mimesis.models.engine.tokens`); the agent's sampled ids are copied verbatim, so the teacher scores
     exactly the tokens the student sampled. The sequence ends after the last noted turn.
 
     Raises:

@@ -8,7 +8,7 @@ the ``train_agent.difficulty`` section), the scenarios of a level (:func:`level_
 measuring (:func:`measure_levels`) and the whole step (:func:`choose_level`).
 
 Scenarios: level ``k``'s ``i``-th scenario is the ``i``-th of a
-:class:`~mimesis.rl.scenarios.ScenarioStream` of that level's env and settings from
+:class:`~mimesis.rollout.scenarios.ScenarioStream` of that level's env and settings from
 ``scenario_seed`` (procedural envs: seed ``scenario_seed + i``; fixed task lists: an index of the
 list's training part drawn with that seed). Every level uses the same seeds. The default
 ``scenario_seed`` (250 000) is past ``sft_agent``'s stream (200 000 on, a few dozen scenarios)
@@ -32,7 +32,7 @@ from mimesis.rl.difficulty import (
     select_level,
     validate_ladder,
 )
-from mimesis.rl.records import ScenarioSpec
+from mimesis.rollout.records import ScenarioSpec
 
 if TYPE_CHECKING:
     from mimesis.rl.agent_training import AgentRLParams
@@ -160,7 +160,7 @@ def level_specs(level: DifficultyLevel, p: DifficultyParams) -> list[ScenarioSpe
         ``[p.scenarios]`` specs with ``env_kwargs = level.env_kwargs``.
     """
     from mimesis.rl.agent_training import AgentRLParams
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.scenarios import scenario_specs
 
     stream = AgentRLParams(envs=[level.env], env_kwargs={level.env: dict(level.env_kwargs)},
                            steps=1, scenarios_per_step=p.scenarios, micro_batch=1,
@@ -204,9 +204,9 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
 
     from mimesis.eval.agent_stats import _EPS, success_threshold
     from mimesis.eval.reseed import reseed_user
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.rl.agent_training import rollout_params
-    from mimesis.rl.rollout import RolloutEngine
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.rollout.engine import RolloutEngine
 
     rollout = dataclasses.replace(rollout_params(rl), group_size=p.episodes)
     sampling = SamplingParams(temperature=rl.temperature, top_p=rl.top_p,
@@ -273,7 +273,7 @@ def choose_level(sft_agent_dir: Path | None, user: FrozenUser, rl: AgentRLParams
     Raises:
         ValueError: an empty ladder, difficulty seeds the SFT agent trained on, or a level the
             rule cannot judge (:func:`~mimesis.rl.difficulty.select_level`).
-        mimesis.train.merge.StaleTrainingError: see ``load_start_policy``.
+        mimesis.models.merge.StaleTrainingError: see ``load_start_policy``.
     """
     import gc
 

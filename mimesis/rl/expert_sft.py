@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from mimesis.io import sha256_file, write_jsonl
-from mimesis.rl.records import Episode, RolloutParams
+from mimesis.rollout.records import Episode, RolloutParams
 
 _TOKENS = {"prompt_ids", "completion_ids", "env_mask", "logprobs", "turn_ids"}
 REASONS = ("truncated", "turn_cut", "user_ended", "below_threshold")
@@ -51,8 +51,8 @@ def play_experts(user, tokenizer, p, progress: bool = True) -> list[Episode]:
     ``user`` (a :class:`~mimesis.rl.frozen_user.FrozenUser`), encoded with the agent's
     ``tokenizer``; returned in scenario order."""
     from mimesis.rl.experts import ExpertPolicy
-    from mimesis.rl.rollout import RolloutEngine
-    from mimesis.rl.scenarios import scenario_specs
+    from mimesis.rollout.engine import RolloutEngine
+    from mimesis.rollout.scenarios import scenario_specs
 
     params = RolloutParams(group_size=p.episodes_per_scenario, max_concurrent=p.max_concurrent,
                            max_turns=p.max_turns, max_new_tokens=p.max_new_tokens,

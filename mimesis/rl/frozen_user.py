@@ -53,7 +53,7 @@ def load_user(freeze_dir: Path, p: AgentRLParams) -> FrozenUser:
     Raises:
         FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
     """
-    from mimesis.rl.sampling import SamplingParams, TokenSampler
+    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.simulator.runtime import UserSimulator
 
     sim_dir = Path(freeze_dir) / "simulator"

@@ -2,7 +2,7 @@
 
 The params switch ``generator`` (``train_agent`` / ``distill_agent``):
 
-* ``cpu`` — :class:`~mimesis.rl.sampling.TokenSampler` on the trainer's own model (transformers
+* ``cpu`` — :class:`~mimesis.models.engine.sampling.TokenSampler` on the trainer's own model (transformers
   forwards with KV-cache reuse; any device). The default, and the only choice without vLLM.
 * ``vllm-colocate`` — TRL's colocated vLLM engine (``GRPOConfig(use_vllm=True,
   vllm_mode="colocate")``): one engine in every training process, on its GPU, taking
@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mimesis.rl.sampling import Sample
+from mimesis.models.engine.sampling import Sample
 
 GENERATORS = ("cpu", "vllm-colocate", "vllm-server")
 
@@ -75,16 +75,16 @@ def vllm_config(p) -> dict[str, Any]:
 
 
 def agent_sampler(trainer, model, sampling, generator: str):
-    """The agent's :class:`~mimesis.rl.sampling.TokenGenerateFn` for one ``rollout_func`` call.
+    """The agent's :class:`~mimesis.models.engine.sampling.TokenGenerateFn` for one ``rollout_func`` call.
 
     Args:
         trainer: The GRPO trainer (``vllm_generation`` when TRL built a vLLM engine).
         model: The unwrapped policy (``cpu`` samples from it).
-        sampling: :class:`~mimesis.rl.sampling.SamplingParams` of the call.
+        sampling: :class:`~mimesis.models.engine.sampling.SamplingParams` of the call.
         generator: ``cpu``, ``vllm-colocate`` or ``vllm-server``.
     """
     if generator == "cpu":
-        from mimesis.rl.sampling import TokenSampler
+        from mimesis.models.engine.sampling import TokenSampler
 
         return TokenSampler(model, trainer.processing_class, sampling)
     engine = getattr(trainer, "vllm_generation", None)
@@ -96,7 +96,7 @@ def agent_sampler(trainer, model, sampling, generator: str):
 
 
 class VLLMSampler:
-    """:class:`~mimesis.rl.sampling.TokenGenerateFn` over TRL's vLLM engine (either mode).
+    """:class:`~mimesis.models.engine.sampling.TokenGenerateFn` over TRL's vLLM engine (either mode).
 
     Colocated: one ``LLM.generate`` call with a ``SamplingParams`` per prompt (each its own
     ``max_tokens``). Server: one ``/generate`` request per distinct limit; every process asks

@@ -44,11 +44,11 @@ from trl import GRPOTrainer
 
 from mimesis.envs.actions import is_valid_action
 from mimesis.io import write_json
+from mimesis.models.engine.sampling import SamplingParams
 from mimesis.rl.generators import agent_sampler
-from mimesis.rl.records import Episode, RolloutParams, ScenarioSpec
-from mimesis.rl.rollout import RolloutEngine
-from mimesis.rl.sampling import SamplingParams
 from mimesis.rl.trl_rollout import RolloutFunc, group_jobs, to_trl
+from mimesis.rollout.engine import RolloutEngine
+from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 
 ADV_EPS = 1e-4  # TRL's epsilon in (r − mean) / (std + eps)
@@ -186,12 +186,12 @@ def make_rollout_func(simulator: UserSimulator, params: RolloutParams, cache_ent
                       max_rounds: int = 0, generator: str = "cpu") -> RolloutFunc:
     """The TRL ``rollout_func``: plays each prompt's scenario with the trainer's policy and returns
     :func:`~mimesis.rl.trl_rollout.to_trl`'s dict plus each
-    :class:`~mimesis.rl.records.Episode` under the extra key ``episode``.
+    :class:`~mimesis.rollout.records.Episode` under the extra key ``episode``.
 
     Per call, the policy is ``trainer.model`` (unwrapped — ZeRO-3 parameters gathered — and
     switched to eval mode for the rollout and back), sampled at ``trainer.args.temperature``/
     ``top_p`` by :func:`~mimesis.rl.generators.agent_sampler`: for ``generator="cpu"`` a fresh
-    :class:`~mimesis.rl.sampling.TokenSampler` (a fresh KV cache: weights change every step),
+    :class:`~mimesis.models.engine.sampling.TokenSampler` (a fresh KV cache: weights change every step),
     for ``vllm-*`` TRL's vLLM engine, whose weights TRL synced before this call.
     ``params.group_size`` is ignored: G is the trainer's ``num_generations`` (or
     ``num_generations_eval``).

@@ -4,7 +4,7 @@ Kinds (params: an arm's ``user``):
 
 * ``frozen`` — the frozen MIMESIS simulator (``<freeze_user>/simulator``, hash-verified by
   :func:`~mimesis.rl.frozen_user.load_user`), sampled by the rollout engine's
-  :class:`~mimesis.rl.sampling.TokenSampler`. The default, and the paper's Stage I/II user.
+  :class:`~mimesis.models.engine.sampling.TokenSampler`. The default, and the paper's Stage I/II user.
 * ``prompted`` — the control of the paper's main agent claim: the *same base model* the
   simulator was fine-tuned from (``model``, default the simulator's ``meta.json``
   ``base_model``), told to act as a user by the baseline prompt

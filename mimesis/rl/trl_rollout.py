@@ -22,7 +22,7 @@ What TRL 1.16 expects (``trl/trainer/grpo_trainer.py``: ``RolloutFunc``, ``_gene
   ``mask_truncated_completions=True`` it drops completions whose last token is not EOS/pad —
   our ``max_tokens`` episodes, and episodes whose last agent turn hit ``max_new_tokens``.
 
-Our prompts are :class:`~mimesis.rl.records.ScenarioSpec` JSON strings (:func:`scenario_dataset`):
+Our prompts are :class:`~mimesis.rollout.records.ScenarioSpec` JSON strings (:func:`scenario_dataset`):
 TRL passes ``rollout_func`` nothing but the prompts, so the prompt names the scenario and the
 engine renders the agent's real opening chat from ``env.reset``.
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mimesis.rl.records import Episode, ScenarioSpec
+from mimesis.rollout.records import Episode, ScenarioSpec
 
 RolloutFunc = Callable[[list[str], Any], dict[str, list]]
 TRL_KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")

@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
+from mimesis.format import END_SIGNAL
 from mimesis.schemas import Scenario
 from mimesis.serve.config import load_scenarios
-from mimesis.simulator.format import END_SIGNAL
 from mimesis.simulator.prompts import directives
 from mimesis.simulator.runtime import GenerateFn, UserSimulator, UserState
 

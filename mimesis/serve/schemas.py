@@ -24,7 +24,7 @@ signal below).
 The response is a ``chat.completion`` whose single choice holds the simulated user's next message,
 without its private reasoning, and an extra ``mimesis`` object (episode id, turn, end reason,
 flags — never reasoning). The end of the conversation is ``finish_reason`` =
-:data:`END_FINISH_REASON` with content :data:`~mimesis.simulator.format.END_SIGNAL`.
+:data:`END_FINISH_REASON` with content :data:`~mimesis.format.END_SIGNAL`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
+from mimesis.format import END_SIGNAL
 from mimesis.schemas import Scenario
-from mimesis.simulator.format import END_SIGNAL
 
 END_FINISH_REASON = "end_conversation"
 """``finish_reason`` of the response that ends the conversation (content: ``END_SIGNAL``)."""

@@ -24,7 +24,7 @@ shows a sign of reasoning is not split safely; it becomes reasoning, the utteran
 agent is worse than a resampled turn. So is a header turn with a single block
 (``untagged_reasoning_unsplit``).
 
-End signal: :data:`~mimesis.simulator.format.END_SIGNAL` and tolerant variants (case and spaces
+End signal: :data:`~mimesis.format.END_SIGNAL` and tolerant variants (case and spaces
 free: ``<|endconversation|>``, ``<end_conversation>``, ``|end-of-conversation|``) anywhere in the
 utterance; the loose forms ``[END]``, ``[END CONVERSATION]``, ``###STOP###`` (tau2-bench's stop
 token) and bare ``END_CONVERSATION`` only at the very start or end of the utterance, so that

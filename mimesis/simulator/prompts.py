@@ -1,20 +1,11 @@
-"""Prompt templates are data: files in ``mimesis/prompts/``, loaded by name."""
+"""The user simulator's system prompt: its scenario and behaviour directives rendered into a
+template of :mod:`mimesis.prompts`."""
 
 from __future__ import annotations
 
-from importlib import resources
-
 from mimesis.behaviors.catalog import BY_ID, TRAITS
+from mimesis.prompts import load_prompt
 from mimesis.schemas import Scenario
-
-
-def load_prompt(name: str) -> str:
-    """Text of ``mimesis/prompts/<name>.md``.
-
-    Raises:
-        FileNotFoundError: no such prompt.
-    """
-    return resources.files("mimesis.prompts").joinpath(f"{name}.md").read_text(encoding="utf-8")
 
 
 def directives(scenario: Scenario) -> str:

@@ -7,17 +7,10 @@ message holds the scenario.
 
 from __future__ import annotations
 
+from mimesis.format import format_end, format_target
 from mimesis.schemas import LabeledConversation
-from mimesis.simulator.format import format_end, format_target
 from mimesis.simulator.prompts import render_system_prompt
-
-
-def clip(text: str, max_chars: int) -> str:
-    """Cut ``text`` to ``max_chars`` at a word boundary, marking the cut with ``[…]``."""
-    if max_chars <= 0 or len(text) <= max_chars:
-        return text
-    cut = text[:max_chars].rsplit(" ", 1)[0]
-    return cut + " […]"
+from mimesis.text import clip
 
 
 def flip_roles(conv: LabeledConversation, max_user_chars: int = 0,

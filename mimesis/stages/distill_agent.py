@@ -80,10 +80,12 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
 
     Raises:
         mimesis.simulator.frozen.FrozenSimulatorError: tampered or touched simulator.
-        mimesis.train.merge.StaleTrainingError: sft_agent's output, base model or simulator
+        mimesis.models.merge.StaleTrainingError: sft_agent's output, base model or simulator
             differ from what its ``meta.json`` records.
     """
     from mimesis.models.base import base_dir
+    from mimesis.models.merge import adapter_sha256
+    from mimesis.prompts import load_prompt
     from mimesis.rl import agent_report as report
     from mimesis.rl import agent_training as rl
     from mimesis.rl.coach import make_coach
@@ -91,7 +93,6 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.rl.frozen_user import load_user
     from mimesis.rl.generators import require_generator
     from mimesis.rl.ranks import is_main_process, main_first, main_run
-    from mimesis.simulator.prompts import load_prompt
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
 
@@ -136,7 +137,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
             "arm": "csd", "start": start["name"],
             "start_mlflow_run_id": start_meta.get("mlflow_run_id"),
             "base_model": start["base_model"], "base_model_dir": base_dir(start["base_model"]).name,
-            "finetune": "lora", "weights": rl.adapter_sha256(out_dir / "model"),
+            "finetune": "lora", "weights": adapter_sha256(out_dir / "model"),
             "simulator": {"mlflow_run_id": user.meta.get("mlflow_run_id"),
                           "weights_fingerprint": user.fingerprint}, "coach": coach.name,
             "notes": {s: sum(n.status == s for n in trainer.notes)
@@ -155,7 +156,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
 def _log_coach(out_dir: Path) -> None:
     import mlflow
 
-    from mimesis.simulator.prompts import load_prompt
+    from mimesis.prompts import load_prompt
 
     for name in ("coach", "coach_request", "coach_placebo"):
         mlflow.log_text(load_prompt(name), f"prompts/{name}.md")

@@ -58,10 +58,10 @@ def run(train_user_dir: Path, label_dir: Path, out_dir: Path, params: FreezeUser
 
     Raises:
         FileNotFoundError: train_user output or label data missing.
-        mimesis.train.merge.StaleTrainingError: the label data or base model changed since
+        mimesis.models.merge.StaleTrainingError: the label data or base model changed since
             train_user ran.
     """
-    from mimesis.train.merge import merged_model
+    from mimesis.models.merge import merged_model
 
     started = time.perf_counter()
     train_meta = json.loads((train_user_dir / "meta.json").read_text())
@@ -95,7 +95,7 @@ def run(train_user_dir: Path, label_dir: Path, out_dir: Path, params: FreezeUser
 
 def _input_hashes(train_user_dir: Path, label_dir: Path, train_meta: dict) -> dict[str, str]:
     """Hashes of the label data and train_user meta; refuses label data train_user did not see."""
-    from mimesis.train.merge import StaleTrainingError
+    from mimesis.models.merge import StaleTrainingError
 
     inputs = {}
     for split in ("train", "val"):

@@ -88,7 +88,7 @@ class LabelParams:
 
 def make_embedder() -> learned.Embed:
     """Sentence embeddings for the learned labeller (MiniLM, <= 128 tokens per text)."""
-    from mimesis.eval.embeddings import MiniLMEmbedder
+    from mimesis.models.embeddings import MiniLMEmbedder
 
     model = MiniLMEmbedder(max_length=128, batch_size=64)
     return lambda texts: model.embed(texts, desc="label embed")

@@ -153,7 +153,7 @@ def _meta(params: SftAgentParams, inputs: dict[str, str], run_id: str, user, out
     """``meta.json``: the keys of ``train_agent``'s (so agent loaders and RL starts read it),
     plus the trace counts."""
     from mimesis.models.base import base_dir
-    from mimesis.rl.agent_training import adapter_sha256
+    from mimesis.models.merge import adapter_sha256
 
     return {"stage": STAGE, "params": dataclasses.asdict(params), "git_commit": git_commit(),
             "inputs": inputs, "mlflow_run_id": run_id, "base_model": params.base_model,

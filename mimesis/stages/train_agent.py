@@ -25,7 +25,7 @@ picks one level, and every arm trains with that level's settings merged into ``e
 
 Writes to ``<out_dir>/<arm>/``: ``model/`` (LoRA adapter + tokenizer), ``meta.json`` (with
 ``reward_trend``: the last quarter of steps' mean training reward minus the first's, with a
-bootstrap CI over groups, :mod:`mimesis.rl.reward_trend`; ``None`` and
+bootstrap CI over groups, :mod:`mimesis.eval.reward_trend`; ``None`` and
 ``reward_trend_reason`` under 2 steps), ``train_log.json`` (TRL log history + per-step
 records), ``episodes.jsonl`` (every trained episode without token lists); ``checkpoints/``
 while training (a re-run with the same params, inputs and base resumes from the last one).
@@ -33,7 +33,7 @@ while training (a re-run with the same params, inputs and base resumes from the 
 or the chosen ``env``, its merged ``env_kwargs`` and the ``selection`` (every level's success
 with its CI, the choice and why), ``difficulty.md`` its table; ``reward_trend.md`` the trend of
 every arm and, for an arm whose reward did not rise, the measured reasons
-(:func:`mimesis.rl.reward_trend.why_not_rising`). MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
+(:func:`mimesis.eval.reward_trend.why_not_rising`). MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
 ``difficulty/level_<i>/success`` and ``reward_trend.md``; a child run ``train_agent/<arm>`` per
 arm gets ``reward/<env>``, ``reward``, ``format_compliance``, ``groups/*`` per step, TRL's
 metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl`` and
@@ -106,7 +106,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
     Raises:
         mimesis.simulator.frozen.FrozenSimulatorError: the simulator folder does not match its
             ``meta.json``, or the simulator was touched by training.
-        mimesis.train.merge.StaleTrainingError: the SFT adapter differs from its ``meta.json``
+        mimesis.models.merge.StaleTrainingError: the SFT adapter differs from its ``meta.json``
             or was trained against another simulator.
         ValueError: the difficulty seeds overlap the SFT agent's scenarios, or a ladder level
             has fewer episodes than the rule needs (:mod:`mimesis.rl.difficulty_run`).
@@ -146,6 +146,7 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
     import mlflow
 
     from mimesis.models.base import base_dir
+    from mimesis.models.merge import adapter_sha256
     from mimesis.rl import agent_report as report
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
@@ -182,7 +183,7 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
             "params": dataclasses.asdict(params), "git_commit": git_commit(), "inputs": inputs,
             "mlflow_run_id": arm_run.info.run_id, "start": start["name"],
             "base_model": start["base_model"], "base_model_dir": base_dir(start["base_model"]).name,
-            "finetune": "lora", "weights": rl.adapter_sha256(arm_dir / "model"),
+            "finetune": "lora", "weights": adapter_sha256(arm_dir / "model"),
             "simulator": {"mlflow_run_id": user.meta.get("mlflow_run_id"),
                           "weights_fingerprint": user.fingerprint},
             "episodes": len(trainer.episodes), "rewards": rl.reward_summary(trainer.history),
@@ -258,17 +259,17 @@ def _from_main(value: Any) -> Any:
 
 
 def _reward_trend(trainer, seed: int) -> dict[str, Any]:
-    """``reward_trend`` of an arm (:func:`mimesis.rl.reward_trend.reward_trend`, groups
+    """``reward_trend`` of an arm (:func:`mimesis.eval.reward_trend.reward_trend`, groups
     resampled) for its ``meta.json``; ``None`` with ``reward_trend_reason`` when it has no
     trend (fewer than 2 steps). A resumed run lacks the episodes of the steps before its
     checkpoint: it falls back to the restored history's step means (``source``)."""
-    from mimesis.rl.agent_report import episode_rows
-    from mimesis.rl.reward_trend import (
+    from mimesis.eval.reward_trend import (
         episode_rewards,
         group_signal,
         history_rewards,
         reward_trend,
     )
+    from mimesis.rl.agent_report import episode_rows
 
     rewards, groups = episode_rewards(episode_rows(trainer.episodes))
     source = "episodes"
@@ -286,7 +287,7 @@ def _write_trends(out_dir: Path, metas: list[dict[str, Any]]) -> None:
     """``reward_trend.md`` (every arm's trend; arms without one and why), on stdout and MLflow."""
     import mlflow
 
-    from mimesis.rl.reward_trend import trend_markdown, why_not_rising
+    from mimesis.eval.reward_trend import trend_markdown, why_not_rising
 
     trends = {m["arm"]: m["reward_trend"] for m in metas if m.get("reward_trend")}
     lines = [trend_markdown(trends)] if trends else []

@@ -12,7 +12,7 @@ environments' goal formats, mixed into the real rows (``train_user.grounding``).
 A dialogue is the start of an episode exactly as the rollout engine plays it: the system prompt
 is :func:`~mimesis.simulator.prompts.render_system_prompt` of the env's ``info["scenario"]``, the
 agent speaks first, the simulator reads ``env.user_view(message)``, and every simulator turn is
-``<think>reasoning</think>`` + utterance (:func:`~mimesis.simulator.format.format_target`), as
+``<think>reasoning</think>`` + utterance (:func:`~mimesis.format.format_target`), as
 in the real rows. What each env's dialogue asks and answers:
 
 - FunctionGym: values of ``f`` at inputs the agent names (the env's ``user_view`` shows the
@@ -41,8 +41,8 @@ from typing import Any
 
 from mimesis.envs.base import UserEnv
 from mimesis.eval.fact_probes import FACT_BUILDERS
+from mimesis.format import format_target
 from mimesis.schemas import Messages, Reject
-from mimesis.simulator.format import format_target
 from mimesis.simulator.prompts import render_system_prompt
 
 TRAIN_ENVS = tuple(FACT_BUILDERS)  # the training envs: those the fact-reveal check probes

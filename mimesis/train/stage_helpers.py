@@ -100,7 +100,7 @@ def report(trainer, tokenizer, summary: dict) -> None:
     import matplotlib.pyplot as plt
     import mlflow
 
-    from mimesis.simulator.prompts import load_prompt
+    from mimesis.prompts import load_prompt
 
     fig = loss_figure(trainer.state.log_history)
     mlflow.log_figure(fig, "loss.png")

@@ -1,8 +1,8 @@
 """Scripted expert agents for the five training environments: the traces of ``sft_agent``.
 
 Each expert plays the agent through the rollout engine as a
-:class:`~mimesis.rl.rollout.TextPolicy` (:class:`ExpertPolicy`). The rule they all follow: an
-expert acts only on what an agent could know — the :class:`~mimesis.rl.rollout.AgentView` of its
+:class:`~mimesis.rollout.engine.TextPolicy` (:class:`ExpertPolicy`). The rule they all follow: an
+expert acts only on what an agent could know — the :class:`~mimesis.rollout.engine.AgentView` of its
 episode: the env's first observation (the agent prompt), its own earlier messages, tool results
 and the user's replies, read with the env's own parsers where it has them. It never sees the
 task, the user's scenario or the simulator's state, so it cannot read the hidden facts. Its

@@ -1,7 +1,7 @@
 """What every scripted expert shares: the :class:`Expert` interface, the dispatching
-:class:`ExpertPolicy` (a :class:`~mimesis.rl.rollout.TextPolicy`) and small text helpers.
+:class:`ExpertPolicy` (a :class:`~mimesis.rollout.engine.TextPolicy`) and small text helpers.
 
-An expert is a pure function of an :class:`~mimesis.rl.rollout.AgentView`: it re-reads the whole
+An expert is a pure function of an :class:`~mimesis.rollout.engine.AgentView`: it re-reads the whole
 public history at every turn (its own messages, tool results, the user's replies) and returns one
 tagged message. It keeps no state between calls, so batching, resampling and replays cannot make
 it see anything but the view.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from mimesis.envs.actions import parse_action
-from mimesis.rl.rollout import AgentView, ViewTurn
+from mimesis.rollout.engine import AgentView, ViewTurn
 
 # Free text of an expert turn is kept under this many characters: the agent's turn budget is
 # 48 tokens in the CPU default (~4 characters a token for SmolLM2's tokenizer on English).
@@ -53,7 +53,7 @@ class ExpertPolicy:
         self.experts = {e.env: e for e in experts}
 
     def act(self, views: Sequence[AgentView]) -> list[str]:
-        """One message per view (see :class:`~mimesis.rl.rollout.TextPolicy`)."""
+        """One message per view (see :class:`~mimesis.rollout.engine.TextPolicy`)."""
         missing = sorted({v.env for v in views} - set(self.experts))
         if missing:
             raise KeyError(f"no expert for {missing}; experts: {sorted(self.experts)}")

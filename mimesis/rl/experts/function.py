@@ -20,7 +20,7 @@ import numpy as np
 
 from mimesis.envs.function_rules import format_number, parse_number
 from mimesis.rl.experts.base import Expert, replies_to_actions, tool_results
-from mimesis.rl.rollout import AgentView
+from mimesis.rollout.engine import AgentView
 
 Point = tuple[float, float, float, float]
 # Asked in this order; distinct values above 1 so that products and sums differ.

@@ -15,7 +15,7 @@ import re
 from mimesis.envs.persuade_gym import parse_stance
 from mimesis.envs.turtle_judge import content_words
 from mimesis.rl.experts.base import Expert, clip_words, replies_to_actions
-from mimesis.rl.rollout import AgentView
+from mimesis.rollout.engine import AgentView
 
 _STATEMENT = re.compile(r'Statement: "([^"]*)"')
 ASK = "Where are you now, from 1 to 7?"

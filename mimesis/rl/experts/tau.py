@@ -29,7 +29,7 @@ from mimesis.rl.experts.base import (
     tool_results,
     user_replies,
 )
-from mimesis.rl.rollout import AgentView
+from mimesis.rollout.engine import AgentView
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _ZIP = re.compile(r"\b\d{5}\b")

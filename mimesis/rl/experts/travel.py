@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from mimesis.envs.travel_data import ATTRIBUTES, INITIALS, kind_label
 from mimesis.rl.experts.base import Expert, replies_to_actions, tool_results
-from mimesis.rl.rollout import AgentView
+from mimesis.rollout.engine import AgentView
 
 _PARTS = re.compile(r"for each part \(([^)]*)\)")
 _TABLE = re.compile(r"Options for the ([a-z ]+):\n((?:[A-Z]\d+ \|.*(?:\n|$))+)")

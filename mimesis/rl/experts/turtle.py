@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mimesis.envs.turtle_judge import word_stems
 from mimesis.rl.experts.base import Expert, clip_words, replies_to_actions
-from mimesis.rl.rollout import AgentView
+from mimesis.rollout.engine import AgentView
 
 _SURFACE = re.compile(r'\("[^"]*"\):\n\n(.*?)\n\nThe user knows', re.DOTALL)
 _YES = re.compile(r"^\W*(yes|yeah|yep|correct|right|exactly|indeed)\b", re.IGNORECASE)

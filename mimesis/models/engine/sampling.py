@@ -4,7 +4,7 @@ The rollout engine needs what ``ChatGenerator`` does not give: the sampled token
 and their log-probabilities, and per-row limits on new tokens. Multi-turn rollouts also re-send
 each episode's whole history every turn, so on CPU prefill dominates (docs/stack.md: reuse the
 KV cache across turns of an episode). :class:`TokenSampler` keeps the keys/values of recent
-sequences (:class:`~mimesis.rl.prefix_cache.PrefixCache`) and, for every prompt of a batch,
+sequences (:class:`~mimesis.models.engine.prefix_cache.PrefixCache`) and, for every prompt of a batch,
 prefills only the tokens after the longest cached prefix; prefixes that several prompts of one
 call share (the G copies of an opening prompt, a common system prompt) are prefilled once first.
 
@@ -16,8 +16,8 @@ once). Row layout of the first forward, with ``c_i`` reused and ``n_i`` new toke
 so the last column is every row's last prompt token. A row stops at EOS or at its own limit; its
 last sampled token is never forwarded, so its stored prefix is ``prompt + sampled[:-1]``; a
 finished row leaves the batch, so rows that stop early cost no further compute. Keys/values are
-written in place (:mod:`mimesis.rl.kv`) and, on CPU, grouped-query attention reads shared heads
-without copies (:mod:`mimesis.rl.attention`): batched decoding is then bound by memory traffic
+written in place (:mod:`mimesis.models.engine.kv`) and, on CPU, grouped-query attention reads shared heads
+without copies (:mod:`mimesis.models.engine.attention`): batched decoding is then bound by memory traffic
 (weights + cache), not by copies.
 
 What batching costs that one-at-a-time does not — padding, gathers of the whole cache, per-row
@@ -28,7 +28,7 @@ sequential baseline, so each is cut where profiling found it (SmolLM2-135M, batc
 - a finished row's slot is refilled by moving one tail row (:func:`fill_from_tail`);
 - top-p never sorts the vocabulary (:func:`nucleus_draw`): the sort was a fifth of a step;
 - linear layers use the weight layout fastest for the rows of each forward
-  (:func:`~mimesis.rl.attention.fast_linears`): MKL is slowest on the 4-15 rows of a decode step.
+  (:func:`~mimesis.models.engine.attention.fast_linears`): MKL is slowest on the 4-15 rows of a decode step.
 
 Log-probabilities are those of the temperature-scaled distribution over the full vocabulary
 (``log_softmax(logits / temperature)``), the quantity TRL's GRPO trainer recomputes for the
@@ -46,10 +46,10 @@ from typing import Protocol
 
 import torch
 
-from mimesis.rl.attention import fast_linears, gqa_attention
-from mimesis.rl.kv import left_padded_cache, row_view, set_length
-from mimesis.rl.prefix_cache import PrefixCache
-from mimesis.rl.tokens import encode, render
+from mimesis.models.engine.attention import fast_linears, gqa_attention
+from mimesis.models.engine.kv import left_padded_cache, row_view, set_length
+from mimesis.models.engine.prefix_cache import PrefixCache
+from mimesis.models.engine.tokens import encode, render
 from mimesis.schemas import Messages
 
 SHARING_ROUNDS = 4  # levels of the prompts' prefix tree prefilled once per call
@@ -91,7 +91,7 @@ class SamplingParams:
         min_shared: A prefix that several prompts of one call share is prefilled once when it
             is at least this many tokens beyond their cached prefix.
         fast_linears: On CPU, run the model's fp32 linear layers on the weight layout that is
-            fastest for the rows of each call (:func:`~mimesis.rl.attention.fast_linears`: up to
+            fastest for the rows of each call (:func:`~mimesis.models.engine.attention.fast_linears`: up to
             2x faster on the few rows of a decoding step, and faster at batch 1 too; costs two
             more copies of those weights).
     """
@@ -212,7 +212,7 @@ class TokenSampler:
         (:func:`prefill_groups`): one forward padded to the longest row would spend most of its
         compute on pads when a fresh 300-token opening shares the call with 20-token follow-ups
         (the sequential baseline never pads). Every group writes into its rows of the one
-        preallocated cache (:func:`~mimesis.rl.kv.row_view`), right-aligned to the same last
+        preallocated cache (:func:`~mimesis.models.engine.kv.row_view`), right-aligned to the same last
         column, so decoding continues on the whole batch without copies.
 
         Returns:
@@ -254,7 +254,7 @@ class TokenSampler:
         """Sample until every row hit EOS or its limit, one forward per step for the rows still
         going: a finished row leaves the batch (its prefix is stored first), so rows that stop
         early cost nothing afterwards. Its place is taken by a row from the tail of the batch
-        (:meth:`~mimesis.rl.kv.GrowingLayer.batch_select_indices` then moves one row, not the
+        (:meth:`~mimesis.models.engine.kv.GrowingLayer.batch_select_indices` then moves one row, not the
         whole cache)."""
         eos = self.tokenizer.eos_token_id
         ids: list[list[int]] = [[] for _ in prompts]
@@ -358,7 +358,7 @@ def _inverse_cdf(weights: torch.Tensor, generator: torch.Generator | None) -> to
 def fill_from_tail(rows: int, done: set[int]) -> list[int]:
     """Batch order after rows ``done`` leave: kept rows stay in place and the holes among the
     first ``rows - len(done)`` are filled by the kept rows beyond them, so that entry ``j``
-    (old row) is always ``>= j`` (:meth:`~mimesis.rl.kv.GrowingLayer.batch_select_indices`
+    (old row) is always ``>= j`` (:meth:`~mimesis.models.engine.kv.GrowingLayer.batch_select_indices`
     then moves only those rows)."""
     n = rows - len(done)
     tail = [b for b in range(n, rows) if b not in done]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from mimesis.rl.prefix_cache import KV
+from mimesis.models.engine.prefix_cache import KV
 
 
 class GrowingLayer(DynamicLayer):

@@ -13,7 +13,7 @@ from mimesis.schemas import Scenario
 
 Termination = Literal["answer", "finish", "user_end", "max_turns", "max_tokens"]
 # The env's ``info["outcome"]`` at the end of an episode -> the record's termination reason.
-# ``max_tokens`` is the engine's own (see ``mimesis.rl.rollout.enforce_token_budget``).
+# ``max_tokens`` is the engine's own (see ``mimesis.rollout.engine.enforce_token_budget``).
 OUTCOME_TERMINATION: dict[str, Termination] = {
     "answered": "answer", "finished": "finish", "user_ended": "user_end", "truncated": "max_turns",
 }
@@ -123,7 +123,7 @@ class TurnRecord(BaseModel):
 class Episode(BaseModel):
     """The record of one episode (one GRPO completion).
 
-    Token fields (``P`` prompt tokens, ``C`` completion tokens; see :mod:`mimesis.rl.tokens`):
+    Token fields (``P`` prompt tokens, ``C`` completion tokens; see :mod:`mimesis.models.engine.tokens`):
 
     Attributes:
         prompt_ids: ``[P]`` the agent's opening chat, template + generation prompt.

@@ -1,24 +1,57 @@
 """Training scenarios of the agent RL stages: the scenario stream and its first positions.
 
-Moved out of :mod:`mimesis.rl.agent_training` unchanged; the stream is shared by
-``sft_agent``, ``train_agent``, ``distill_agent`` and the evaluation's disjointness check.
+The stream is shared by ``sft_agent``, ``train_agent``, ``distill_agent`` and the evaluation's
+check that no evaluation scenario was trained on. What picks the scenarios is a
+:class:`ScenarioSource` (the RL params satisfy it; the evaluation builds a :class:`ScenarioPlan`
+from a stage's recorded params).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from mimesis.rl.records import ScenarioSpec
-
-if TYPE_CHECKING:
-    from mimesis.rl.agent_training import AgentRLParams
+from mimesis.rollout.records import ScenarioSpec
 
 
-def scenario_specs(p: AgentRLParams, count: int | None = None) -> list[ScenarioSpec]:
+class ScenarioSource(Protocol):
+    """What picks a run's scenarios (attributes of the RL stages' params)."""
+
+    envs: Sequence[str]
+    env_kwargs: Mapping[str, Mapping[str, Any]]
+    steps: int
+    scenarios_per_step: int
+    scenario_seed: int
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """A :class:`ScenarioSource` on its own: the scenario keys of a stage's recorded params.
+
+    Raises:
+        ValueError: an env is unknown or held out from training (as the RL params refuse it).
+    """
+
+    envs: Sequence[str]
+    steps: int
+    scenarios_per_step: int
+    scenario_seed: int
+    env_kwargs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    overfit_scenarios: int = 0
+
+    def __post_init__(self) -> None:
+        from mimesis.envs.registry import check_envs
+
+        check_envs(self.envs, "train", self.env_kwargs)
+
+
+def scenario_specs(p: ScenarioSource, count: int | None = None) -> list[ScenarioSpec]:
     """The first ``count`` (default ``steps × scenarios_per_step``) scenarios of
     :class:`ScenarioStream` ``(p)``: envs in turn, seeds from ``scenario_seed`` on.
 
-    Unknown or held-out envs never get here: :class:`AgentRLParams` refuses them when built.
+    Unknown or held-out envs never get here: the RL params and :class:`ScenarioPlan` refuse them
+    when built.
     """
     stream = ScenarioStream(p)
     n = p.steps * p.scenarios_per_step if count is None else count
@@ -45,7 +78,7 @@ class ScenarioStream:
     ``meta.json`` as ``scenarios_drawn``) says how far the stream went.
     """
 
-    def __init__(self, p: AgentRLParams) -> None:
+    def __init__(self, p: ScenarioSource) -> None:
         from mimesis.envs import make
 
         self.p = p
@@ -60,7 +93,7 @@ class ScenarioStream:
         from mimesis.envs.registry import task_indices
 
         p = self.p
-        # The overfitting check (AgentRLParams.overfit_scenarios) replays the first N positions.
+        # The overfitting check (overfit_scenarios of the RL params) replays the first N positions.
         i = i % p.overfit_scenarios if getattr(p, "overfit_scenarios", 0) else i
         env, seed = p.envs[i % len(p.envs)], p.scenario_seed + i
         options = {}

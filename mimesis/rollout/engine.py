@@ -39,7 +39,9 @@ from tqdm.auto import tqdm
 
 from mimesis.envs import make
 from mimesis.envs.base import UserEnv
-from mimesis.rl.records import (
+from mimesis.models.engine.sampling import Sample, TokenGenerateFn
+from mimesis.models.engine.tokens import TemplateDriftError, Transcript, encode, render
+from mimesis.rollout.records import (
     OUTCOME_TERMINATION,
     Episode,
     RolloutParams,
@@ -47,8 +49,6 @@ from mimesis.rl.records import (
     Termination,
     TurnRecord,
 )
-from mimesis.rl.sampling import Sample, TokenGenerateFn
-from mimesis.rl.tokens import TemplateDriftError, Transcript, encode, render
 from mimesis.schemas import Messages
 from mimesis.simulator.runtime import UserSimulator, UserState
 
@@ -99,7 +99,7 @@ class TextPolicy(Protocol):
 
 def policy_turn_ids(tokenizer, messages: Messages, text: str) -> list[int]:
     """The ids a sampling agent would produce to say ``text`` after ``messages``: the content's
-    tokens and the end-of-turn token (``eos_token``), as :class:`~mimesis.rl.tokens.Transcript`
+    tokens and the end-of-turn token (``eos_token``), as :class:`~mimesis.models.engine.tokens.Transcript`
     expects a sampled turn.
 
     Raises:
@@ -172,7 +172,7 @@ class RolloutEngine:
     """Plays episodes with a sampling agent, a user simulator and registered environments.
 
     Args:
-        agent: Token-level sampler of the agent (e.g. :class:`~mimesis.rl.sampling.TokenSampler`),
+        agent: Token-level sampler of the agent (e.g. :class:`~mimesis.models.engine.sampling.TokenSampler`),
             or a :class:`TextPolicy` (its texts are encoded by :func:`policy_turn_ids`).
         tokenizer: The agent's tokenizer; its chat template renders the agent's chat.
         simulator: The user simulator (frozen model or prompted baseline) behind its runtime.

