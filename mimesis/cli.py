@@ -1,11 +1,14 @@
 """Command line: ``mimesis run``, ``stage``, ``status``, ``report``, ``deps``, ``envs list``,
 ``serve``, ``chat``, ``evaluate-simulator``.
 
-The library never imports Prefect; ``mimesis run`` loads the flow lazily.
+The library never imports Prefect or ``flows``; ``mimesis run`` starts the checkout's flow as a
+process (``python -m flows``).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -18,9 +21,8 @@ from mimesis.cli_simulator import chat, evaluate_simulator, serve
 from mimesis.params import PROFILES, ParamsError, set_profile
 from mimesis.pipeline import (
     STAGES,
-    StageResult,
     check_params,
-    closing_line,
+    results_table,
     run_stage,
     stale_reason,
 )
@@ -62,15 +64,6 @@ def _apply_profile(root: Path, profile: str | None) -> None:
         console.print(f"params.yaml: profile set to [bold]{profile}[/bold]")
 
 
-def _table(results: list[StageResult], total: float) -> Table:
-    table = Table(title=f"mimesis pipeline — {total:.0f} s")
-    for col in ("stage", "ran", "seconds", "why"):
-        table.add_column(col)
-    for r in results:
-        table.add_row(r.name, "yes" if r.ran else "skipped", f"{r.seconds:.1f}", r.reason[:60])
-    return table
-
-
 @app.command()
 def run(
     profile: ProfileOpt = None,
@@ -83,36 +76,30 @@ def run(
     changed (per dvc.yaml), and every run is tracked in MLflow."""
     root = _check_root(root)
     selected = _parse_stages(stages)
+    flow_command(root, "", selected, force)  # not a checkout: say so before touching params.yaml
     _apply_profile(root, profile)
     _check_params(root, selected)
-    pipeline = _local_flow(root)
-
-    start = time.perf_counter()
-    active = profile or _active_profile(root)
-    results = pipeline(root=str(root), profile=active, stages=selected, force=force)
-    total = time.perf_counter() - start
-    console.print(_table(results, total))
-    console.print(closing_line(root, results, total, active), soft_wrap=True)
-    from mimesis.run_summary import REPORT_DIR, SUMMARY_NAME
-
-    console.print(f"run summary: {root / REPORT_DIR / SUMMARY_NAME}")
+    command = flow_command(root, profile or _active_profile(root), selected, force)
+    raise typer.Exit(subprocess.run(command, check=False, cwd=root.resolve()).returncode)
 
 
-def _local_flow(root: Path):
-    """The checkout's Prefect flow (``<root>/flows/pipeline.py``), imported here only: the
-    library never imports ``flows``, and the wheel does not install it (orchestration lives in
-    the project checkout, next to dvc.yaml)."""
-    import importlib
-    import sys
+def flow_command(root: Path, profile: str, stages: list[str], force: bool) -> list[str]:
+    """The ``python -m flows`` command that runs the checkout's Prefect flow.
 
-    checkout = str(root.resolve())
-    if not (root / "flows" / "pipeline.py").is_file():
-        console.print(f"[red]{root.resolve()} has no flows/pipeline.py: `mimesis run` needs the "
+    The library never imports ``flows`` and the wheel does not install it (orchestration lives
+    in the project checkout, next to dvc.yaml), so ``mimesis run`` starts it as a process there.
+
+    Raises:
+        typer.Exit: (code 2) ``root`` has no ``flows/__main__.py``: not a project checkout.
+    """
+    if not (root / "flows" / "__main__.py").is_file():
+        console.print(f"[red]{root.resolve()} has no flows/__main__.py: `mimesis run` needs the "
                       "project checkout (use `mimesis stage` or `dvc repro` otherwise)[/red]")
         raise typer.Exit(2)
-    if checkout not in sys.path:
-        sys.path.insert(0, checkout)
-    return importlib.import_module("flows.pipeline").pipeline
+    command = [sys.executable, "-m", "flows", "--root", ".", "--profile", profile]
+    if list(stages) != list(STAGES):
+        command += ["--stages", ",".join(stages)]
+    return command + (["--force"] if force else [])
 
 
 @app.command()
@@ -127,7 +114,7 @@ def stage(
     _check_params(root, [name])
     start = time.perf_counter()
     result = run_stage(root, name, force=force)
-    console.print(_table([result], time.perf_counter() - start))
+    console.print(results_table([result], time.perf_counter() - start))
 
 
 @app.command()

@@ -156,6 +156,18 @@ def run_stage(root: Path, name: str, force: bool = False, launcher: str = "") ->
     return StageResult(name, ran=True, seconds=time.perf_counter() - start, reason=reason)
 
 
+def results_table(results: list[StageResult], total: float):
+    """A rich ``Table`` of the stages a run went through: ran or skipped, seconds, and why."""
+    from rich.table import Table
+
+    table = Table(title=f"mimesis pipeline — {total:.0f} s")
+    for col in ("stage", "ran", "seconds", "why"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(r.name, "yes" if r.ran else "skipped", f"{r.seconds:.1f}", r.reason[:60])
+    return table
+
+
 def closing_line(root: Path, results: list[StageResult], total_seconds: float, profile: str) -> str:
     """The run's last log line: profile, total and per-stage minutes, and what the agent
     comparisons can say (the ``note`` that ``evaluate_agents`` wrote to its metrics.json: their

@@ -23,6 +23,7 @@ def project(tmp_path: Path) -> Path:
     """dvc.yaml + params.yaml of the repo, and an earlier run's outputs of the agent stages."""
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "flows", tmp_path / "flows")  # `mimesis run` needs a checkout
     # `mimesis run --profile X` rewrites the checkout's profile line; these tests edit the base
     # sections, which a profile's overrides (claim's envs) would otherwise hide
     params = tmp_path / "params.yaml"

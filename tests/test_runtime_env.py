@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-import typer
+import yaml
 from setuptools import find_packages
 
 from mimesis.runtime_env import OFFLINE_ENV
@@ -82,25 +83,35 @@ def test_the_library_imports_no_orchestration_package():
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
         found |= {(name, n) for n in _imported_names(name, path, ROOT)
                   if n.split(".")[0] in ("flows", "tasks", "prefect")}
-    # the one exception: `mimesis run` loads the checkout's flow (tests below)
-    assert found == {("mimesis.cli", "flows.pipeline")}
+    assert found == set()  # `mimesis run` starts `python -m flows` as a process instead
 
 
-def test_run_loads_the_flow_of_the_checkout_it_is_given(tmp_path):
-    from mimesis.cli import _local_flow
+def test_run_starts_the_flow_of_the_checkout_it_is_given(tmp_path):
+    from typer.testing import CliRunner
 
-    with pytest.raises(typer.Exit):  # not a checkout: a clear error, no import attempt
-        _local_flow(tmp_path)
+    from mimesis.cli import app
+
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    before = (tmp_path / "params.yaml").read_text()
+    result = CliRunner().invoke(app, ["run", "--profile", "smoke", "--root", str(tmp_path)])
+    assert result.exit_code == 2 and "needs the project checkout" in result.output
+    assert (tmp_path / "params.yaml").read_text() == before  # refused before any change
+
     (tmp_path / "flows").mkdir()
     (tmp_path / "flows" / "__init__.py").write_text("")
-    (tmp_path / "flows" / "pipeline.py").write_text("def pipeline():\n    return 'checkout'\n")
-    saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] == "flows"}
-    for k in saved:
-        del sys.modules[k]
-    try:
-        assert _local_flow(tmp_path)() == "checkout"
-    finally:
-        for k in [k for k in sys.modules if k.split(".")[0] == "flows"]:
-            del sys.modules[k]
-        sys.modules.update(saved)
-        sys.path.remove(str(tmp_path.resolve()))
+    (tmp_path / "flows" / "__main__.py").write_text(
+        "import json, sys\nopen('argv.json', 'w').write(json.dumps(sys.argv[1:]))\n"
+        "raise SystemExit(3)\n")
+    result = CliRunner().invoke(app, ["run", "--stages", "curate,label", "--force",
+                                      "--root", str(tmp_path)])
+    assert result.exit_code == 3  # the flow's exit status is the command's
+    profile = yaml.safe_load((tmp_path / "params.yaml").read_text())["profile"]
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv == ["--root", ".", "--profile", profile, "--stages", "curate,label", "--force"]
+
+
+def test_python_m_flows_states_its_options():
+    out = subprocess.run([sys.executable, "-m", "flows", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert all(opt in out for opt in ("--root", "--profile", "--stages", "--force"))

@@ -118,6 +118,7 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
 
     from mimesis.eval.agents import load_agent
     from mimesis.models.base import load_base
+    from mimesis.models.merge import adapter_sha256
     from mimesis.rl import agent_training as rl
     from mimesis.rl.expert_sft import rl_params
     from mimesis.stages.sft_agent import run
@@ -127,7 +128,7 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
     out = run(frozen / "freeze_user", frozen / "sft_agent", _small())
     meta = json.loads((out / "meta.json").read_text())
     assert meta["stage"] == "sft_agent" and meta["finetune"] == "lora"
-    assert meta["weights"] == mimesis.models.merge.adapter_sha256(out / "model") and meta["weights"]
+    assert meta["weights"] == adapter_sha256(out / "model") and meta["weights"]
     kept = (out / "traces.jsonl").read_text().splitlines()
     rejected = [json.loads(x) for x in (out / "rejects.jsonl").read_text().splitlines()]
     counts = meta["traces"]
