@@ -33,6 +33,23 @@ def test_js_divergence_known_values():
     assert js_divergence([0.5, 0.5], [1, 0]) == pytest.approx(js_divergence([1, 0], [0.5, 0.5]))
 
 
+def _js_by_hand(p, q):
+    """The definition, written out (what js_divergence computed before it called scipy)."""
+    p, q = np.asarray(p, float) / np.sum(p), np.asarray(q, float) / np.sum(q)
+    m = 0.5 * (p + q)
+    kl = [float(np.sum(x[x > 0] * np.log2(x[x > 0] / m[x > 0]))) for x in (p, q)]
+    return max(0.0, 0.5 * kl[0] + 0.5 * kl[1])
+
+
+def test_js_divergence_gives_the_hand_written_numbers():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        p, q = rng.integers(0, 6, 14), rng.integers(0, 6, 14)
+        p[0] += 1
+        q[1] += 1  # a positive sum on each side
+        assert js_divergence(p, q) == pytest.approx(_js_by_hand(p, q), abs=1e-12)
+
+
 @pytest.mark.parametrize("p,q", [([1, 0], [1]), ([-1, 2], [1, 1]), ([0, 0], [1, 1])])
 def test_js_divergence_rejects_bad_input(p, q):
     with pytest.raises(ValueError):
@@ -111,6 +128,19 @@ def test_termination_f1_from_a_small_confusion():
     assert (m["positives"], m["predicted"], m["n"]) == (3, 3, 6)
     never = termination_f1([False] * 4, [True, False, True, False])
     assert never["f1"] == 0.0 and never["recall"] == 0.0
+
+
+def test_termination_f1_gives_the_hand_written_numbers():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        pred, real = rng.random(12) < rng.random(), rng.random(12) < rng.random()
+        tp, n_pred, n_pos = int(np.sum(pred & real)), int(pred.sum()), int(real.sum())
+        precision = tp / n_pred if n_pred else 0.0
+        recall = tp / n_pos if n_pos else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        m = termination_f1(pred.tolist(), real.tolist())
+        assert (m["precision"], m["recall"]) == pytest.approx((precision, recall), abs=1e-12)
+        assert m["f1"] == pytest.approx(f1, abs=1e-12)
 
 
 def test_role_adherence_counts_unflagged_turns():

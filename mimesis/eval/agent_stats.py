@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from mimesis.rollout.records import Episode
+from mimesis.stats import mean_ci
 
 SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
                       "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
@@ -90,7 +91,8 @@ def format_compliance(episodes: Sequence[Episode]) -> float:
 
 def bootstrap_ci(values: Sequence[float], n_bootstrap: int = 1000, ci: float = 0.95,
                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``values`` (seeded; ``(v, v)`` for one value).
+    """Percentile bootstrap CI of the mean of ``values`` (seeded; ``(v, v)`` for one value;
+    :func:`mimesis.stats.mean_ci`).
 
     >>> bootstrap_ci([1.0, 1.0, 1.0])
     (1.0, 1.0)
@@ -102,10 +104,7 @@ def bootstrap_ci(values: Sequence[float], n_bootstrap: int = 1000, ci: float = 0
         return math.nan, math.nan
     if x.size == 1:
         return float(x[0]), float(x[0])
-    means = x[np.random.default_rng(seed).integers(0, x.size, (n_bootstrap, x.size))].mean(axis=1)
-    tail = (1 - ci) / 2 * 100
-    lo, hi = np.percentile(means, [tail, 100 - tail])
-    return float(lo), float(hi)
+    return mean_ci(x, n_bootstrap, ci, seed)
 
 
 def summarize(rewards: Sequence[float], threshold: float, n_bootstrap: int = 1000,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.spatial.distance import jensenshannon
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
 
@@ -42,14 +43,8 @@ def js_divergence(p: Sequence[float], q: Sequence[float]) -> float:
         raise ValueError(f"js_divergence needs two 1-d arrays of one shape: {pa.shape}, {qa.shape}")
     if (pa < 0).any() or (qa < 0).any() or pa.sum() == 0 or qa.sum() == 0:
         raise ValueError("js_divergence needs non-negative weights with a positive sum")
-    pa, qa = pa / pa.sum(), qa / qa.sum()
-    m = 0.5 * (pa + qa)
-
-    def kl(x: np.ndarray) -> float:
-        nz = x > 0  # 0·log 0 = 0; m > 0 wherever x > 0
-        return float(np.sum(x[nz] * np.log2(x[nz] / m[nz])))
-
-    return max(0.0, 0.5 * kl(pa) + 0.5 * kl(qa))
+    # scipy normalises both sides and returns the JS *distance*, the divergence's square root
+    return float(jensenshannon(pa, qa, base=2) ** 2)
 
 
 def behavior_counts(label_sets: Sequence[Sequence[str]],

@@ -33,6 +33,7 @@ import numpy as np
 from mimesis.eval.agent_pairs import MIN_SCENARIOS
 from mimesis.eval.fact_probes import Judge, travel_fact
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
+from mimesis.stats import mean_ci
 
 ALL_ENVS = "ALL"
 # Table metric -> (episode field or ratio of two fields). Means over scenarios.
@@ -162,11 +163,8 @@ def scenario_bootstrap(values: Sequence[float], n_bootstrap: int = 1000, ci: flo
         return math.nan, math.nan, math.nan
     if x.size < MIN_SCENARIOS:
         return float(x.mean()), math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    boot = x[rng.integers(0, x.size, (n_bootstrap, x.size))].mean(axis=1)
-    tail = (1 - ci) / 2 * 100
-    lo, hi = np.percentile(boot, [tail, 100 - tail])
-    return float(x.mean()), float(lo), float(hi)
+    lo, hi = mean_ci(x, n_bootstrap, ci, seed)
+    return float(x.mean()), lo, hi
 
 
 def elicitation_table(episodes_by_cell: Mapping[tuple[str, str], Sequence[EpisodeLike]],

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from sklearn.metrics import precision_recall_fscore_support
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -108,14 +109,11 @@ def termination_f1(predicted_end: Sequence[bool], real_end: Sequence[bool]) -> d
     """
     if len(predicted_end) != len(real_end) or not real_end:
         raise ValueError("termination_f1 needs equally many (>0) predictions and targets")
-    pairs = list(zip(map(bool, predicted_end), map(bool, real_end), strict=True))
-    tp = sum(p and r for p, r in pairs)
-    n_pred, n_pos = sum(p for p, _ in pairs), sum(r for _, r in pairs)
-    precision = tp / n_pred if n_pred else 0.0
-    recall = tp / n_pos if n_pos else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "positives": float(n_pos),
-            "predicted": float(n_pred), "n": float(len(pairs))}
+    pred, real = [bool(x) for x in predicted_end], [bool(x) for x in real_end]
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        real, pred, average="binary", pos_label=True, labels=[False, True], zero_division=0.0)
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1),
+            "positives": float(sum(real)), "predicted": float(sum(pred)), "n": float(len(real))}
 
 
 def role_adherence(utterances: Sequence[str], is_assistant_like: Callable[[str], bool]) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mimesis.envs.base import UserEnv
+from mimesis.stats import mean_ci
 
 _TIE = 1e-9  # distances closer than this are a tie (0.35 and 0.55 are equally far from 0.45)
 
@@ -112,8 +113,7 @@ class Selection:
 
 def _bootstrap_ci(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> tuple:
     """Percentile 95% CI of the mean, resampling the values (scenarios) with replacement."""
-    means = values[rng.integers(0, len(values), size=(n_bootstrap, len(values)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    return mean_ci(values, n_bootstrap, 0.95, rng)
 
 
 def _measure(m: LevelMeasurement, i: int, rule: DifficultyRule, n_bootstrap: int,
