@@ -18,6 +18,7 @@ from mimesis.params import PROFILES, ParamsError
 console = Console()
 
 DEFAULT_MODEL_NAME = "mimesis-user-simulator"
+ENDPOINT_RETRIES = 2  # evaluate-simulator's client retries per request (an interactive command)
 SimulatorOpt = Annotated[Path, typer.Option(
     "--simulator", help="Frozen simulator folder (sha256-verified before loading).")]
 TrustFolderOpt = Annotated[bool, typer.Option(
@@ -178,10 +179,10 @@ def evaluate_simulator(
     OpenAI-compatible endpoint or a local HF model (the evaluate_user protocol and table)."""
     import dataclasses
 
-    from mimesis.eval.evaluate_simulator import SimulatorSource
     from mimesis.eval.evaluate_simulator import evaluate_simulator as score_simulator
     from mimesis.openai_chat import ChatAPIError
     from mimesis.simulator.frozen import FrozenSimulatorError
+    from mimesis.users.spec import UserSpec
 
     chosen = [k for k, v in (("--simulator", simulator), ("--endpoint", endpoint), ("--hf", hf))
               if v is not None]
@@ -198,11 +199,12 @@ def evaluate_simulator(
         if max_conversations is not None:
             settings = dataclasses.replace(settings, max_conversations=max_conversations)
         kind, target = (("frozen", str(simulator)) if simulator is not None else
-                        ("openai", model) if endpoint is not None else ("hf", hf))
-        source = SimulatorSource(kind, target or "", name=name, prompt_style=prompt_style,
-                                 base_url=endpoint or "", api_key_env=api_key_env,
-                                 concurrency=concurrency, timeout_s=timeout_s)
-        score_simulator(source, conversations, out, settings)
+                        ("openai", model) if endpoint is not None else ("prompted", hf))
+        spec = UserSpec(name, kind, model=target or "", prompt_style=prompt_style,
+                        base_url=endpoint or "", api_key_env=api_key_env,
+                        concurrency=concurrency, timeout_s=timeout_s,
+                        max_retries=ENDPOINT_RETRIES)
+        score_simulator(spec, conversations, out, settings)
     except ChatAPIError as err:
         console.print(f"[red]cannot reach the simulator: {err}[/red]\nIs the server running "
                       "at --endpoint, and does --api-key-env name a set variable?",

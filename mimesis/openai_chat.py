@@ -4,7 +4,7 @@ Every caller that talks to an OpenAI-compatible chat-completions endpoint goes t
 :class:`ChatClient` (the official ``openai`` package): the annotator's and the coach's ``openai``
 backend (:class:`mimesis.behaviors.backends.OpenAIBackend`), the TurtleGym LLM judge
 (:class:`mimesis.envs.turtle_judge.OpenAIJudge`) and the ``openai`` unseen and training users
-(:class:`mimesis.eval.unseen_users.OpenAIUser`).
+(:class:`mimesis.users.chat.OpenAIUser`).
 
 Errors, one rule for all callers:
 
@@ -34,7 +34,7 @@ class ChatAPIError(RuntimeError):
     """An OpenAI-compatible endpoint cannot be set up or reached (missing key, auth, network).
 
     Callers subclass it so their own error type names who failed (``AnnotatorError``,
-    ``TurtleJudgeError``, ``UnseenUserError``).
+    ``TurtleJudgeError``, ``UserEndpointError``).
     """
 
 

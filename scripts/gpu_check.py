@@ -45,11 +45,12 @@ def measure(generator: str, model_dir: Path, user_url: str, steps: int, work: Pa
 
     from mimesis.models.base import load_base
     from mimesis.rl import agent_training as rl
-    from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams
-    from mimesis.rl.frozen_user import FrozenUser, weights_fingerprint
+    from mimesis.rl.agent_training import AgentRLParams
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
-    from mimesis.rl.training_user import ArmParams, training_simulator
+    from mimesis.stages.train_agent import arm_user
     from mimesis.stages.train_user import LoraParams
+    from mimesis.users.frozen import FrozenUser, weights_fingerprint
+    from mimesis.users.spec import UserSamplingParams, UserSpec
 
     p = AgentRLParams(envs=["FunctionGym"], dtype="bfloat16", steps=steps, scenarios_per_step=4,
                       group_size=4, max_turns=4, max_new_tokens=128, max_completion_tokens=1024,
@@ -60,8 +61,8 @@ def measure(generator: str, model_dir: Path, user_url: str, steps: int, work: Pa
     model.to("cuda")
     guard = FrozenUser(None, torch.nn.Linear(1, 1), tok, {}, weights_fingerprint(
         torch.nn.Linear(1, 1)), model_dir)
-    user = training_simulator(ArmParams(name="served", user="served", base_url=user_url,
-                                        api_key_env=""), guard, p)
+    user = arm_user(UserSpec(name="served", kind="served", base_url=user_url, api_key_env=""),
+                    guard, p)
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, model, tok, p, guard, work / generator,
                                [], peft_config=LoraParams(dropout=0.0).peft_config(),
                                simulator=user)

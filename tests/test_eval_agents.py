@@ -24,7 +24,6 @@ from mimesis.eval.agents import (
     heldout_specs,
     load_agent,
 )
-from mimesis.eval.offline_users import AgendaUser, ReplayUser, goal_prompt
 from mimesis.models.engine.sampling import Sample
 from mimesis.models.engine.tokens import encode
 from mimesis.rollout.records import Episode, ScenarioSpec
@@ -33,6 +32,7 @@ from mimesis.schemas import Conversation, Turn
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.stages.distill_agent import DistillAgentParams
 from mimesis.stages.train_agent import TrainAgentParams
+from mimesis.users.offline import AgendaUser, ReplayUser, goal_prompt
 
 ENVS = ("FunctionGym", "TelepathyGym")
 

@@ -17,10 +17,11 @@ from mimesis.eval.agent_run import AgentEvaluateParams
 from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS, episode_rows, success_threshold
 from mimesis.eval.agent_tables import comparison_table_markdown, diff_plot
 from mimesis.eval.agents import AgentEvalParams, evaluate_agents, load_agent
-from mimesis.eval.reseed import reseed_user
-from mimesis.eval.unseen_users import UnseenUserConfig, build_user
 from mimesis.rollout.records import Episode, ScenarioSpec, TurnRecord
 from mimesis.simulator.runtime import UserSimulator
+from mimesis.users.factory import make_user
+from mimesis.users.reseed import reseed_user
+from mimesis.users.spec import UserSpec
 
 ENVS = ("FunctionGym", "TelepathyGym")
 EIGHT = ("FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym", "IntentionGym",
@@ -38,8 +39,8 @@ def _sampling_users():
     model.requires_grad_(False)
     sampler = TokenSampler(model, tok, SamplingParams(temperature=1.0, top_p=0.95,
                                                       max_new_tokens=8, batch_size=16), seed=13)
-    hf = build_user(UnseenUserConfig(name="hf", kind="hf", model="tiny-llama", temperature=1.0,
-                                     max_new_tokens=8), max_turns=3)
+    hf = make_user(UserSpec(name="hf", kind="prompted", model="tiny-llama", temperature=1.0,
+                            max_new_tokens=8), max_turns=3)
     return {"frozen": UserSimulator(sampler.chat, max_turns=3), "hf": hf}
 
 
@@ -386,13 +387,13 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
 
 
 def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
-    import mimesis.rl.frozen_user
+    import mimesis.users.frozen
     from mimesis.eval.agent_run import run_agent_evaluation
 
     def no_load(*args, **kwargs):
         raise AssertionError("the frozen simulator was loaded")
 
-    monkeypatch.setattr(mimesis.rl.frozen_user, "load_user", no_load)
+    monkeypatch.setattr(mimesis.users.frozen, "load_user", no_load)
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):
         _tiny_adapter(folder)
@@ -414,7 +415,7 @@ def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
 
 
 def _user_sampling():
-    from mimesis.rl.agent_training import UserSamplingParams
+    from mimesis.users.spec import UserSamplingParams
 
     return UserSamplingParams(max_new_tokens=8)
 

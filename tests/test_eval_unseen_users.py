@@ -11,21 +11,17 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
-from mimesis.eval import offline_users, simulator_identity
-from mimesis.eval import unseen_users as uu
-from mimesis.eval.offline_users import ReplayUser, read_corpus
-from mimesis.eval.unseen_users import (
-    OPENING_CUE,
-    HFUser,
-    UnseenUserError,
-    build_unseen,
-    check_not_training,
-    parse_unseen,
-)
 from mimesis.format import END_SIGNAL
 from mimesis.io import write_json, write_jsonl
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 from mimesis.simulator.runtime import UserSimulator
+from mimesis.users import identity as simulator_identity
+from mimesis.users import offline as offline_users
+from mimesis.users import spec as user_spec
+from mimesis.users.chat import OPENING_CUE, PromptedUser, UserEndpointError
+from mimesis.users.offline import ReplayUser, read_corpus
+from mimesis.users.spec import parse_unseen
+from mimesis.users.unseen import build_unseen, check_not_training, release
 
 KEY_ENV = "MIMESIS_TEST_UNSEEN_KEY"
 REGISTERED = "mimesis-user-simulator"
@@ -195,7 +191,7 @@ def test_hf_user_loads_lazily_and_replies_through_the_runtime(training_dir):
         {"name": "tiny-sim", "kind": "hf", "model": "tiny-llama", "max_new_tokens": 8,
          "prompt_style": "user_simulator", "temperature": 0.0}], training_dir)
     prompted, trained = sims["tiny-prompted"], sims["tiny-sim"]
-    assert isinstance(prompted.generate_fn, HFUser) and prompted.generate_fn.model is None
+    assert isinstance(prompted.generate_fn, PromptedUser) and prompted.generate_fn.model is None
     states = [_state(prompted, "book a hotel"), _state(prompted, "fix my code")]
     out = prompted.next_messages([("Hi, how can I help?", s) for s in states])
     assert prompted.generate_fn.model is not None
@@ -203,7 +199,7 @@ def test_hf_user_loads_lazily_and_replies_through_the_runtime(training_dir):
     assert all(isinstance(r, str) for r, _ in out)
     assert "role-playing a human user" in states[0].system_prompt
     assert "You are a real person" in _state(trained, "x").system_prompt
-    uu.release(sims)
+    release(sims)
     assert prompted.generate_fn.model is None
 
 
@@ -240,7 +236,7 @@ def test_openai_user_against_a_stub(training_dir, stub, monkeypatch):
 
 def test_openai_user_needs_its_key(training_dir, monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with pytest.raises(UnseenUserError, match=KEY_ENV):
+    with pytest.raises(UserEndpointError, match=KEY_ENV):
         build_unseen([_openai_entry("http://127.0.0.1:9/v1")], training_dir)
 
 
@@ -324,6 +320,6 @@ def test_an_agents_own_training_user_is_found_among_the_unseen_users():
 
 
 def test_doctests():
-    assert doctest.testmod(uu).failed == 0
+    assert doctest.testmod(user_spec).failed == 0
     assert doctest.testmod(offline_users).failed == 0
     assert doctest.testmod(simulator_identity).failed == 0

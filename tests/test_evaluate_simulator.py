@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mimesis.cli import app
-from mimesis.eval.evaluate_simulator import SimulatorSource, evaluate_simulator, load_conversations
+from mimesis.eval.evaluate_simulator import evaluate_simulator, load_conversations
 from mimesis.io import read_jsonl
 from mimesis.stages.evaluate_user import EvaluateUserParams
+from mimesis.users.spec import UserSpec
 from tests.conftest import REPO_ROOT
 
 WORDS = ["hey", "need", "help", "fix", "my", "code", "why", "not", "working", "thanks", "ok",
@@ -91,7 +92,8 @@ def test_an_endpoint_that_always_ends_loses_every_turn(tmp_path, openai_stub, mo
     monkeypatch.setenv("STUB_KEY", "k")
     params = EvaluateUserParams(max_conversations=8, min_support=2, c2st_min_support=3,
                                 c2st_folds=2, c2st_permutations=5, n_bootstrap=50)
-    source = SimulatorSource("openai", "stub-user", base_url=url, api_key_env="STUB_KEY")
+    source = UserSpec("simulator", "openai", model="stub-user", base_url=url,
+                      api_key_env="STUB_KEY")
     m = evaluate_simulator(source, _write_plain(tmp_path / "c.jsonl"), tmp_path / "o", params)
     row = m["simulator"]
     assert row["turn_loss_rate"] == 1.0 and row["realism_index"] == 0.0
@@ -201,14 +203,14 @@ def test_the_reachability_check_is_a_valid_simulator_view_request(monkeypatch):
     (the scenario there) was refused with 400 scenario_required before every evaluation."""
     from test_serve_api import ScriptedUser, live_server
 
-    from mimesis.eval.evaluate_simulator import EndpointUser
+    from mimesis.eval.evaluate_simulator import endpoint_user
 
     monkeypatch.setenv("STUB_KEY", "k")
     script = ScriptedUser()
     with live_server(script) as base:
-        source = SimulatorSource("openai", "mimesis-user-simulator", base_url=f"{base}/sim/v1",
-                                 api_key_env="STUB_KEY")
-        EndpointUser(source, EvaluateUserParams()).check()
+        source = UserSpec("simulator", "openai", model="mimesis-user-simulator",
+                          base_url=f"{base}/sim/v1", api_key_env="STUB_KEY")
+        endpoint_user(source).check()
     assert script.batches == [["You want help writing a short birthday message."]]
 
 

@@ -153,10 +153,10 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     from mimesis.eval.agent_run import AgentEvaluateParams
     from mimesis.io import write_json, write_jsonl
     from mimesis.models.base import load_base
-    from mimesis.rl.agent_training import UserSamplingParams
     from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
     from mimesis.simulator.frozen import hash_files
     from mimesis.stages.evaluate_agents import EvaluateAgentsParams, run
+    from mimesis.users.spec import UserSamplingParams
 
     sim_dir = tmp_path / "freeze_user" / "simulator"
     model, tokenizer = load_base("tiny-llama")

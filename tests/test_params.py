@@ -122,7 +122,8 @@ def test_build_resolves_nested_types_where_they_are_declared(tmp_path, monkeypat
 def test_agent_stage_params_nest_without_importing_the_nested_types():
     import mimesis.stages.distill_agent as distill
     import mimesis.stages.train_agent as train
-    from mimesis.rl.agent_training import DynamicSamplingParams, UserSamplingParams
+    from mimesis.rl.agent_training import DynamicSamplingParams
+    from mimesis.users.spec import UserSamplingParams
 
     for module, cls in ((train, train.TrainAgentParams), (distill, distill.DistillAgentParams)):
         assert not hasattr(module, "UserSamplingParams")

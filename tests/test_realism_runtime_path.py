@@ -50,7 +50,7 @@ def test_realism_turns_equal_the_rl_users_turns(tiny):
     params = EvaluateUserParams(max_new_tokens=12, batch_size=4, max_prompt_tokens=0, seed=5)
     ours = simulate_local(model, tokenizer, "user_simulator", items, params, desc="t")
 
-    # what mimesis.rl.frozen_user.load_user builds, fed the same states
+    # what mimesis.users.frozen.load_user builds, fed the same states
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=params.temperature, top_p=params.top_p, max_new_tokens=12, batch_size=4),
         seed=5)

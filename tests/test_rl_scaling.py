@@ -95,22 +95,22 @@ def test_vllm_generator_without_vllm_fails_before_any_model_loads(tmp_path):
 
 
 def _served_user_arm(url: str):
-    from mimesis.rl.training_user import ArmParams
+    from mimesis.users.spec import UserSpec
 
-    return ArmParams(name="grpo-served", user="served", base_url=url, api_key_env="")
+    return UserSpec(name="grpo-served", kind="served", base_url=url, api_key_env="")
 
 
 def test_served_user_keeps_the_servers_private_reasoning():
     from mimesis.models.base import load_base
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
-    from mimesis.rl.training_user import training_simulator
     from mimesis.rollout.engine import RolloutEngine
     from mimesis.rollout.records import RolloutParams, ScenarioSpec
+    from mimesis.stages.train_agent import arm_user
 
     model, tok = load_base("tiny-llama")
     agent = TokenSampler(model, tok, SamplingParams(max_new_tokens=6), seed=0)
     with serve_api.live_server(serve_api.ScriptedUser(end_at=2)) as url:
-        sim = training_simulator(_served_user_arm(url), None, data.small_params(max_turns=3))
+        sim = arm_user(_served_user_arm(url), None, data.small_params(max_turns=3))
         engine = RolloutEngine(agent, tok, sim, RolloutParams(
             group_size=2, max_concurrent=4, max_turns=3, max_new_tokens=6), progress=False)
         episodes = engine.play([(ScenarioSpec(env="FunctionGym", seed=s), s) for s in (1, 1)])
@@ -127,12 +127,12 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     from mimesis.models.base import load_base
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
-    from mimesis.rl.training_user import training_simulator
     from mimesis.serve.app import create_app
     from mimesis.serve.backends import TransformersBackend
     from mimesis.serve.batching import BatchingSimulator
     from mimesis.serve.config import ServeConfig
     from mimesis.serve.local import serve_in_thread
+    from mimesis.stages.train_agent import arm_user
     from mimesis.stages.train_user import LoraParams
 
     sim_model, sim_tok = load_base("tiny-llama")
@@ -141,7 +141,7 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     backend = TransformersBackend(sim_model.eval(), sim_tok, batch_size=8)
     served = BatchingSimulator(backend, max_turns=params.max_turns)
     with serve_in_thread(create_app(served, ServeConfig())) as url:
-        user = training_simulator(_served_user_arm(url), None, params)
+        user = arm_user(_served_user_arm(url), None, params)
         trainer = rl.build_trainer(TurnCreditGRPOTrainer, agent, tok, params,
                                    data.scripted_user(sim_model, sim_tok), tmp_path / "ckpt", [],
                                    peft_config=LoraParams(dropout=0.0).peft_config(),

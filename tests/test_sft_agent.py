@@ -12,13 +12,13 @@ from transformers import AutoTokenizer
 
 from mimesis.models.base import base_dir
 from mimesis.params import PROFILES, build, stage_params
-from mimesis.rl.agent_training import UserSamplingParams
 from mimesis.rl.expert_sft import REASONS, reject_reason, sft_rows, triage
 from mimesis.rl.experts import ExpertPolicy
 from mimesis.rollout.engine import RolloutEngine
 from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.stages.sft_agent import SftAgentParams
+from mimesis.users.spec import UserSamplingParams
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -144,7 +144,7 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
     assert meta["steps"] >= 1 and meta["train_loss"] > 0
     # the agent loaders of evaluate and train_agent accept it
     load_agent("adapter", out)
-    from mimesis.rl.frozen_user import load_user
+    from mimesis.users.frozen import load_user
 
     user = load_user(frozen / "freeze_user", rl_params(_small()))
     assert rl.load_start_policy(out, user, _small())[2]["name"] == "sft_agent"

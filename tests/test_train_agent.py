@@ -190,7 +190,7 @@ def test_tampered_simulator_refuses_training(tmp_path, monkeypatch):
 
 def test_frozen_guard_refuses_simulator_in_optimizer_or_changed():
     from mimesis.models.base import load_base
-    from mimesis.rl.frozen_user import FrozenGuard
+    from mimesis.rl.frozen_guard import FrozenGuard
 
     sim, tok = load_base("tiny-llama")
     agent, _ = load_base("tiny-llama")

@@ -16,9 +16,10 @@ from pathlib import Path
 from mimesis.envs.function_gym import FunctionGym
 from mimesis.envs.registry import _REGISTRY, register
 from mimesis.io import write_json
-from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams
-from mimesis.rl.frozen_user import FrozenUser
+from mimesis.rl.agent_training import AgentRLParams
 from mimesis.simulator.runtime import UserSimulator
+from mimesis.users.frozen import FrozenUser
+from mimesis.users.spec import UserSamplingParams
 
 PRIVATE_FACT = "my secret number is 4242"
 
@@ -70,7 +71,7 @@ def small_params(cls=AgentRLParams, **overrides):
 def scripted_user(model, tokenizer, max_turns: int = 3) -> FrozenUser:
     """A :class:`FrozenUser` whose simulator answers ``<think>…</think>`` + a fresh value each
     time; ``model`` stands in as the frozen weights the guard watches."""
-    from mimesis.rl.frozen_user import weights_fingerprint
+    from mimesis.users.frozen import weights_fingerprint
 
     counter = itertools.count(1)
 

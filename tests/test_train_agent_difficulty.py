@@ -76,8 +76,8 @@ def test_levels_are_measured_on_training_scenarios_disjoint_from_grpo_and_held_o
 @pytest.mark.slow
 def test_choose_level_plays_every_level_on_its_training_scenarios(tmp_path, monkeypatch):
     from mimesis.rl.difficulty_run import choose_level
-    from mimesis.rl.frozen_user import load_user
     from mimesis.rollout.engine import RolloutEngine
+    from mimesis.users.frozen import load_user
 
     p = _params()
     user = load_user(data.build_frozen_tiny(tmp_path / "freeze_user" / "simulator").parent, p)

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.rl.agent_training import AgentRLParams, UserSamplingParams
-from mimesis.rl.frozen_user import FrozenUser
-from mimesis.rl.training_user import ArmParams, describe, parse_arms, training_simulator
+from mimesis.rl.agent_training import AgentRLParams
+from mimesis.stages.train_agent import arm_user
+from mimesis.users.chat import PromptedUser, UserEndpointError
+from mimesis.users.factory import describe
+from mimesis.users.frozen import FrozenUser
+from mimesis.users.spec import UserSamplingParams, UserSpec, parse_arms
 
 
 def _frozen(meta: dict | None = None) -> FrozenUser:
@@ -45,9 +48,9 @@ def test_openai_endpoint_user_trains_behind_the_runtime(openai_stub, monkeypatch
         return "<think>I only want the value, my rule is hidden</think>f = 12"
 
     stub.reply = reply
-    arm = ArmParams(name="grpo-served", user="openai", model="mimesis-user-simulator",
-                    prompt_style="user_simulator", base_url=url, api_key_env="MIMESIS_TEST_KEY")
-    simulator = training_simulator(arm, _frozen(), _params())
+    arm = UserSpec(name="grpo-served", kind="openai", model="mimesis-user-simulator",
+                   prompt_style="user_simulator", base_url=url, api_key_env="MIMESIS_TEST_KEY")
+    simulator = arm_user(arm, _frozen(), _params())
     agent, tok = _agent()
     engine = RolloutEngine(agent, tok, simulator, RolloutParams(
         group_size=1, max_concurrent=2, max_turns=3, max_new_tokens=6), progress=False)
@@ -68,31 +71,28 @@ def test_openai_endpoint_user_trains_behind_the_runtime(openai_stub, monkeypatch
 
 
 def test_prompted_user_is_the_simulators_base_model_with_the_baseline_prompt():
-    from mimesis.eval.unseen_users import HFUser
     from mimesis.schemas import Scenario
     from mimesis.simulator.baseline import render_prompted_system_prompt
 
-    sim = training_simulator(ArmParams(name="grpo-prompted", user="prompted"), _frozen(),
-                             _params())
-    assert isinstance(sim.generate_fn, HFUser)
+    sim = arm_user(UserSpec(name="grpo-prompted", kind="prompted"), _frozen(), _params())
+    assert isinstance(sim.generate_fn, PromptedUser)
     assert sim.generate_fn.config.model == "tiny-llama"  # the frozen simulator's base
     state = sim.init_state(Scenario(goal="Book a cheap flight to Lisbon", annotator="hand"))
     assert state.system_prompt == render_prompted_system_prompt(state.scenario)
     reply, state = sim.next_message(None, state)
     assert isinstance(reply, str) and sim.generate_fn.model is not None
-    assert describe(ArmParams(name="grpo-prompted", user="prompted"), _frozen()) == {
+    assert describe(UserSpec(name="grpo-prompted", kind="prompted"), _frozen()) == {
         "kind": "prompted", "model": "tiny-llama", "prompt_style": "prompted_user"}
 
 
 def test_frozen_arm_is_the_frozen_runtime_and_bad_arms_are_refused():
     frozen = _frozen()
-    assert training_simulator(ArmParams(name="grpo"), frozen, _params()) is frozen.simulator
+    assert arm_user(UserSpec(name="grpo"), frozen, _params()) is frozen.simulator
     with pytest.raises(ValueError, match="unknown keys"):
         parse_arms([{"name": "a", "usr": "frozen"}])
     with pytest.raises(ValueError, match="no model"):
-        training_simulator(ArmParams(name="p", user="prompted"), _frozen({}), _params())
-    from mimesis.eval.unseen_users import UnseenUserError
+        arm_user(UserSpec(name="p", kind="prompted"), _frozen({}), _params())
 
-    with pytest.raises(UnseenUserError, match="NO_SUCH_KEY"):
-        training_simulator(ArmParams(name="o", user="openai", model="m",
-                                     api_key_env="NO_SUCH_KEY"), frozen, _params())
+    with pytest.raises(UserEndpointError, match="NO_SUCH_KEY"):
+        arm_user(UserSpec(name="o", kind="openai", model="m", api_key_env="NO_SUCH_KEY"),
+                 frozen, _params())

@@ -29,11 +29,11 @@ def read_meta(stage_dir: Path) -> dict[str, Any]:
 def seen_users(agents: Mapping[str, str | Path], unseen_users: Sequence[Any]
                ) -> dict[str, list[str]]:
     """Agent → the unseen users it trained against (its stage ``meta.json`` ``user``, matched
-    by :func:`~mimesis.eval.simulator_identity.trained_against`); agents that met none are
+    by :func:`~mimesis.users.identity.trained_against`); agents that met none are
     left out. The ``grpo-prompted`` control trained against the prompted base model, so an
-    ``hf`` unseen user with that model and prompt is its own training user."""
-    from mimesis.eval.simulator_identity import trained_against
-    from mimesis.eval.unseen_users import parse_unseen
+    ``prompted`` unseen user with that model and prompt is its own training user."""
+    from mimesis.users.identity import trained_against
+    from mimesis.users.spec import parse_unseen
 
     configs = parse_unseen(unseen_users)
     seen = {name: trained_against(read_meta(src).get("user"), configs)

@@ -2,7 +2,7 @@
 
 Protocol (docs/metrics.md, agent side: "comparisons between agents are paired"): every agent plays
 the same held-out scenarios with every user, and each user restarts from the same seed at every run
-(:mod:`mimesis.eval.reseed`). Episodes of two agents are paired by (user, scenario spec, episode
+(:mod:`mimesis.users.reseed`). Episodes of two agents are paired by (user, scenario spec, episode
 index within the scenario). For a comparison ``a − b`` under one user:
 
 - per env, the difference of means over the paired episodes, for mean reward and success rate

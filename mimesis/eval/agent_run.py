@@ -18,11 +18,11 @@ than it learned to use would be scored on a task it never had), and no held-out 
 one an arm trained on (:func:`~mimesis.eval.agent_arms.trained_specs`). Each adapter's sha256 is checked against its
 ``meta.json`` when it loads. Users: ``frozen`` — the training simulator
 (``<freeze_user>/simulator``, hash-verified) — and every entry of ``unseen_users``
-(:mod:`mimesis.eval.unseen_users`; the training simulator is refused there).
+(:mod:`mimesis.users.unseen`; the training simulator is refused there).
 
 Pairing: every (agent, user) run plays the same held-out scenarios
 (:func:`mimesis.eval.agents.heldout_specs`) with a fresh agent sampler and the user restarted
-from the same seed (:mod:`mimesis.eval.reseed`, caveat there); ``comparisons`` are reported as
+from the same seed (:mod:`mimesis.users.reseed`, caveat there); ``comparisons`` are reported as
 paired differences with paired bootstrap CIs (:mod:`mimesis.eval.agent_pairs`).
 
 Besides each user, every comparison is also made under the ``unseen mean``: per scenario, the
@@ -50,14 +50,14 @@ from typing import Any
 
 from mimesis.eval.agent_arms import BASE_AGENT, check_arms, read_meta, seen_users
 from mimesis.eval.agents import AgentEvalParams
-from mimesis.rl.agent_training import UserSamplingParams
+from mimesis.users.spec import UserSamplingParams
 
 TRAINING_USER = "frozen"
 
 
 def _default_unseen() -> list[dict[str, Any]]:
     return [{"name": "replay", "kind": "replay"}, {"name": "agenda", "kind": "agenda"},
-            {"name": "prompted-smollm2", "kind": "hf", "model": "smollm2-135m",
+            {"name": "prompted-smollm2", "kind": "prompted", "model": "smollm2-135m",
              "prompt_style": "prompted_user"}]
 
 
@@ -77,7 +77,7 @@ class AgentEvaluateParams(AgentEvalParams):
         enabled: Run the agent half at all.
         dtype: Weights of the agents and of the frozen simulator (float32 on CPU).
         user: Sampling of the frozen training simulator.
-        unseen_users: Entries of :class:`~mimesis.eval.unseen_users.UnseenUserConfig`.
+        unseen_users: Entries of :class:`~mimesis.users.spec.UserSpec` (:func:`~mimesis.users.spec.parse_unseen`).
         train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
         csd: Evaluate ``<distill_agent>`` as the ``csd`` agent (a profile without that stage's
             arm sets it false).
@@ -178,12 +178,12 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     from mimesis.eval.agents import evaluate_agents, load_agent
     from mimesis.eval.claim_report import CLAIM_TITLES, claim_markdown, claim_metrics
     from mimesis.eval.elicitation import cells_from_records, elicitation_table
-    from mimesis.eval.unseen_users import build_unseen, release
     from mimesis.io import write_jsonl
-    from mimesis.rl.agent_training import AgentRLParams
-    from mimesis.rl.frozen_user import load_user
     from mimesis.traces import flush as flush_traces
     from mimesis.traces import log_episode_traces, sample_evenly
+    from mimesis.users.factory import make_user
+    from mimesis.users.spec import UserSpec
+    from mimesis.users.unseen import build_unseen, release
 
     started = time.perf_counter()
     check_arms(agents, p)
@@ -191,8 +191,9 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     unseen = build_unseen(p.unseen_users, sim_dir, corpus=corpus, max_turns=p.max_turns)
     users = {}  # the training simulator first: the table's first user column
     if p.frozen_user:
-        users[TRAINING_USER] = load_user(freeze_user_dir, AgentRLParams(
-            dtype=p.dtype, user=p.user, max_turns=p.max_turns, seed=p.seed)).simulator
+        frozen = UserSpec(TRAINING_USER, "frozen", model=str(sim_dir))
+        users[TRAINING_USER] = make_user(frozen.with_sampling(p.user, dtype=p.dtype, seed=p.seed),
+                                         max_turns=p.max_turns)
     users.update(unseen)
     loaders = {name: (lambda name=name: load_agent("base" if name == BASE_AGENT else "adapter",
                                                    agents[name], p.dtype))

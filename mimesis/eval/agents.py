@@ -3,11 +3,11 @@
 Protocol (docs/metrics.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base
 model, the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
 held-out scenarios of each environment with (a) the frozen training simulator and (b) each
-unseen user (:mod:`mimesis.eval.unseen_users`). One :meth:`~mimesis.rollout.engine.RolloutEngine.play`
+unseen user (:mod:`mimesis.users.unseen`). One :meth:`~mimesis.rollout.engine.RolloutEngine.play`
 call per (agent, simulator) plays every scenario of every env together (batched agent and user
 calls). Every run starts from the same seeds: a fresh agent sampler seeded ``seed``, and every
-user restarted from ``seed`` (:func:`~mimesis.eval.reseed.reseed_user`), so identical agents get
-identical episodes and runs of different agents are paired (caveat: :mod:`mimesis.eval.reseed`).
+user restarted from ``seed`` (:func:`~mimesis.users.reseed.reseed_user`), so identical agents get
+identical episodes and runs of different agents are paired (caveat: :mod:`mimesis.users.reseed`).
 Paper reference points (Qwen3-8B agent, mean over 9 unseen users): GRPO with a GPT-5.5 user 26.10,
 GRPO with MIMESIS-9B 29.54, + CSD 31.09.
 
@@ -38,9 +38,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mimesis.eval.agent_stats import episode_rows, overall_rows, success_threshold
-from mimesis.eval.reseed import reseed_user
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
+from mimesis.users.reseed import reseed_user
 
 HELDOUT_SEED_OFFSET = 10_000_000
 
@@ -216,7 +216,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
             when its turn comes, dropped and garbage-collected after its runs).
         simulators: Name → user simulator (the frozen training one, unseen ones); each is
             restarted from ``params.seed`` before each of its runs
-            (:func:`~mimesis.eval.reseed.reseed_user`: its ``generate_fn`` may be replaced).
+            (:func:`~mimesis.users.reseed.reseed_user`: its ``generate_fn`` may be replaced).
         params: Settings (default :class:`AgentEvalParams`).
         progress: tqdm bars (one over pairs, one per run over episodes).
         on_episodes: Called with ``(agent, simulator, episodes)`` after each run (e.g. to write

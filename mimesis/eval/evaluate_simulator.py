@@ -1,16 +1,19 @@
 """Score any user simulator's realism on real conversations: the Python API behind
 ``mimesis evaluate-simulator``.
 
-Simulators (:class:`SimulatorSource`):
+Simulators: a :class:`~mimesis.users.spec.UserSpec` of kind
 
-* ``frozen`` — a frozen simulator folder (``data/freeze_user/simulator``, sha256-verified), with
-  its training prompt (``user_simulator``);
+* ``frozen`` — a frozen simulator folder (``model`` = ``data/freeze_user/simulator``,
+  sha256-verified), with its training prompt (``user_simulator``);
 * ``openai`` — any OpenAI-compatible chat-completions endpoint (``mimesis serve``, vLLM, a
-  hosted API) through :class:`mimesis.openai_chat.ChatClient`, the API key read from the
+  hosted API) built by :func:`mimesis.users.factory.make_user`, the API key read from the
   environment variable named by ``api_key_env``; an opening turn gets
-  :data:`mimesis.eval.unseen_users.OPENING_CUE` as the message to answer;
-* ``hf`` — a local HF model (``load_base`` name or folder) with a prompt style:
+  :data:`mimesis.users.chat.OPENING_CUE` as the message to answer;
+* ``prompted`` (``hf``) — a local HF model (``load_base`` name or folder) with a prompt style:
   ``prompted_user`` (an assistant model prompted to act as a user) or ``user_simulator``.
+
+The spec's sampling, dtype and seed are the ``evaluate_user`` protocol's (:func:`protocol_spec`),
+so every simulator is sampled alike.
 
 Conversations: ``data/label/test.jsonl`` (``LabeledConversation``), or a JSONL of one's own with
 one conversation per line (:func:`load_conversations`)::
@@ -31,69 +34,49 @@ import dataclasses
 import json
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-from mimesis.eval.generate import STYLE_VIEWS, Generated, simulate_local, simulate_runtime
+from mimesis.eval.generate import Generated, simulate_local, simulate_runtime
 from mimesis.eval.protocol import EvalItem, build_items
 from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
-from mimesis.eval.unseen_users import api_messages
-from mimesis.openai_chat import ChatAPIError, ChatClient
-from mimesis.schemas import LabeledConversation, Messages, Scenario, Turn, TurnLabel
+from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 from mimesis.stages.evaluate_user import EvaluateUserParams
 from mimesis.tracking import stage_run
+from mimesis.users.chat import OpenAIUser
+from mimesis.users.spec import UserSamplingParams, UserSpec
 
-KINDS = ("frozen", "openai", "hf")
+KINDS = ("frozen", "openai", "prompted")
+KEY_HINT = " (--api-key-env names it)"
 
 
-class SimulatorEndpointError(ChatAPIError):
-    """The simulator's endpoint cannot be reached or refuses the key or the model."""
+def protocol_spec(spec: UserSpec, params: EvaluateUserParams) -> UserSpec:
+    """``spec`` sampled by the ``evaluate_user`` protocol (sampling, dtype, seed of
+    ``params``).
 
-
-@dataclass(frozen=True)
-class SimulatorSource:
-    """What to score.
-
-    Attributes:
-        kind: ``frozen``, ``openai`` or ``hf``.
-        target: ``frozen``: the folder; ``openai``: the model id at the endpoint; ``hf``: a
-            ``load_base`` name or HF folder.
-        name: Row name in the table (not ``real``).
-        prompt_style: ``openai``/``hf``: ``prompted_user`` or ``user_simulator``.
-        base_url: ``openai``: endpoint base URL, e.g. ``http://127.0.0.1:8000/v1``.
-        api_key_env: ``openai``: name of the environment variable holding the key.
-        concurrency / timeout_s / max_retries: ``openai`` requests in flight, seconds per
-            request, client retries.
+    Raises:
+        ValueError: a kind outside :data:`KINDS`, or the row name ``real`` (the ceiling row).
     """
+    if spec.kind not in KINDS:
+        raise ValueError(f"simulator kind {spec.kind!r} not in {KINDS}")
+    if spec.name == "real":
+        raise ValueError("the row name must not be 'real' (the ceiling row)")
+    if spec.kind != "openai" and not spec.model:
+        raise ValueError(f"a {spec.kind} simulator needs a folder or model name")
+    sampling = UserSamplingParams(temperature=params.temperature, top_p=params.top_p,
+                                  max_new_tokens=params.max_new_tokens,
+                                  batch_size=params.batch_size)
+    return spec.with_sampling(sampling, dtype=params.dtype, seed=params.seed)
 
-    kind: str
-    target: str
-    name: str = "simulator"
-    prompt_style: str = "prompted_user"
-    base_url: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 2
 
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"simulator kind {self.kind!r} not in {KINDS}")
-        if not self.target:
-            raise ValueError(f"a {self.kind} simulator needs a folder or model name")
-        if self.name == "real" or not self.name:
-            raise ValueError("the row name must be non-empty and not 'real' (the ceiling row)")
-        if self.prompt_style not in STYLE_VIEWS:
-            raise ValueError(f"prompt_style {self.prompt_style!r} not in {sorted(STYLE_VIEWS)}")
+def model_id(spec: UserSpec) -> str:
+    """The simulator's id in the outputs (``frozen:<folder>``, ``openai:<model>``,
+    ``hf:<model>`` for ``prompted``, as the realism tables have always named it)."""
+    return {"frozen": "frozen:", "openai": "openai:", "prompted": "hf:"}[spec.kind] + spec.model
 
-    @property
-    def model_id(self) -> str:
-        return {"frozen": "frozen:", "openai": "openai:", "hf": "hf:"}[self.kind] + self.target
 
-    @property
-    def prompt(self) -> str:
-        return "user_simulator" if self.kind == "frozen" else self.prompt_style
+def prompt_of(spec: UserSpec) -> str:
+    """The system prompt style the simulator is scored with (a frozen one: its own)."""
+    return "user_simulator" if spec.kind == "frozen" else spec.prompt_style
 
 
 def load_conversations(path: Path) -> list[LabeledConversation]:
@@ -135,96 +118,60 @@ def _plain(row: dict, n: int) -> LabeledConversation:
                           annotator="user-file"))
 
 
-class EndpointUser:
-    """``generate_fn`` over an OpenAI-compatible endpoint: one request per chat, concurrently.
+def endpoint_user(spec: UserSpec) -> OpenAIUser:
+    """The ``openai`` simulator's ``generate_fn`` (:func:`~mimesis.users.factory.make_user`),
+    sending the protocol's seed with every request.
 
     Raises:
-        SimulatorEndpointError: the key variable is unset or empty (when built), or the endpoint
-            fails after retries (when called).
+        UserEndpointError: the key variable is unset or empty.
     """
+    from mimesis.users.factory import make_user
 
-    def __init__(self, source: SimulatorSource, params: EvaluateUserParams) -> None:
-        self.source, self.params = source, params
-        self.client = ChatClient(source.target, source.base_url, source.api_key_env,
-                                 timeout_s=source.timeout_s, max_retries=source.max_retries,
-                                 error=SimulatorEndpointError,
-                                 label=f"simulator {source.name!r} ({source.target})",
-                                 key_hint=" (--api-key-env names it)")
-
-    def check(self) -> None:
-        """One 1-token request, so an unreachable or misaddressed endpoint fails before any
-        work. The request is valid for both kinds of endpoint: a chat model, and ``mimesis
-        serve``'s simulator view, where the system message is the scenario goal.
-
-        Raises:
-            SimulatorEndpointError: unreachable, or the minimal request was refused (4xx).
-        """
-        reply = self.client.complete(
-            [{"role": "system", "content": "You want help writing a short birthday message."},
-             {"role": "user", "content": "Hello! How can I help you today?"}],
-            max_tokens=1, temperature=0.0)
-        if reply.rejected:
-            raise SimulatorEndpointError(
-                f"{self.client.host} refused a minimal request ({reply.rejected}); for `mimesis "
-                f"serve`, --endpoint is its simulator view, http://HOST:PORT/sim/v1")
-
-    def __call__(self, batch: Sequence[Messages]) -> list[str]:
-        if not batch:
-            return []
-        with ThreadPoolExecutor(min(self.source.concurrency, len(batch))) as pool:
-            return list(pool.map(self._one, batch))
-
-    def _one(self, view: Messages) -> str:
-        p = self.params
-        return self.client.complete(api_messages(view), max_tokens=p.max_new_tokens,
-                                    temperature=p.temperature, top_p=p.top_p, seed=p.seed).text
+    fn = make_user(spec, key_hint=KEY_HINT).generate_fn
+    fn.reseed(spec.seed)
+    return fn
 
 
-def generate(source: SimulatorSource, items: Sequence[EvalItem], params: EvaluateUserParams,
-             endpoint: EndpointUser | None = None) -> list[Generated]:
-    """One parsed turn per item from ``source`` (progress bar per batch)."""
-    desc = f"evaluate_simulator:{source.name}"
-    if source.kind == "openai":
-        fn = endpoint or EndpointUser(source, params)
-        return simulate_runtime(fn, source.prompt_style, items, None, 0, params.max_user_chars,
+def generate(spec: UserSpec, items: Sequence[EvalItem], params: EvaluateUserParams,
+             endpoint: OpenAIUser | None = None) -> list[Generated]:
+    """One parsed turn per item from ``spec`` (sampled as :func:`protocol_spec` says; progress
+    bar per batch)."""
+    desc = f"evaluate_simulator:{spec.name}"
+    if spec.kind == "openai":
+        fn = endpoint or endpoint_user(spec)
+        return simulate_runtime(fn, spec.prompt_style, items, None, 0, params.max_user_chars,
                                 params.max_agent_chars, params.batch_size, desc)
-    device_map = params.device_map or None
-    if source.kind == "frozen":
-        from mimesis.simulator.frozen import load_frozen
+    from mimesis.users.factory import load_weights
 
-        model, tokenizer, _ = load_frozen(Path(source.target), params.dtype, device_map)
-        style = "user_simulator"
-    else:
-        from mimesis.models.base import load_base
-
-        model, tokenizer = load_base(source.target, params.dtype, device_map)
-        style = source.prompt_style
-    return simulate_local(model, tokenizer, style, items, params, desc)
+    model, tokenizer = load_weights(spec, params.device_map or None)
+    return simulate_local(model, tokenizer, prompt_of(spec), items, params, desc)
 
 
-def evaluate_simulator(source: SimulatorSource, conversations_path: Path, out_dir: Path,
+def evaluate_simulator(spec: UserSpec, conversations_path: Path, out_dir: Path,
                        params: EvaluateUserParams | None = None) -> dict:
-    """Score ``source`` on the conversations of ``conversations_path`` and write the realism
+    """Score ``spec`` on the conversations of ``conversations_path`` and write the realism
     outputs (``table.md``, ``metrics.json``, ``plots/``, ``generations.jsonl``) to ``out_dir``
     and the MLflow run ``evaluate_simulator``.
 
     Args:
-        source: The simulator.
+        spec: The simulator (kind ``frozen``, ``openai`` or ``prompted``; its name is the row;
+            its sampling, dtype and seed are replaced by ``params``', :func:`protocol_spec`).
         conversations_path: JSONL (:func:`load_conversations`).
         out_dir: Output folder (created).
         params: Protocol and statistics settings (default: ``EvaluateUserParams()``).
 
     Returns:
-        The metrics (rows ``source.name`` and ``real``, ``slices``, ``counts``).
+        The metrics (rows ``spec.name`` and ``real``, ``slices``, ``counts``).
 
     Raises:
-        FileNotFoundError / ValueError: see :func:`load_conversations`; no conversation
-            could be evaluated.
-        SimulatorEndpointError: the endpoint is unreachable or refuses the key (checked with
-            one request before any work).
+        FileNotFoundError / ValueError: see :func:`load_conversations` and
+            :func:`protocol_spec`; no conversation could be evaluated.
+        UserEndpointError: the endpoint is unreachable or refuses the key (checked with one
+            request before any work).
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
     """
     params = params or EvaluateUserParams()
+    spec = protocol_spec(spec, params)
     started = time.time()
     convs = load_conversations(Path(conversations_path))
     items, skipped = build_items(convs, params.max_conversations, params.next_positions,
@@ -232,16 +179,16 @@ def evaluate_simulator(source: SimulatorSource, conversations_path: Path, out_di
     if not items:
         raise ValueError(f"no conversation of {conversations_path} can be evaluated: {skipped}")
     endpoint = None
-    if source.kind == "openai":
-        endpoint = EndpointUser(source, params)
+    if spec.kind == "openai":
+        endpoint = endpoint_user(spec)
         endpoint.check()
-    run_params = {**dataclasses.asdict(params), "simulator": dataclasses.asdict(source),
+    run_params = {**dataclasses.asdict(params), "simulator": dataclasses.asdict(spec),
                   "conversations": str(conversations_path)}
     with stage_run("evaluate_simulator", run_params):
-        outputs = {source.name: generate(source, items, params, endpoint)}
+        outputs = {spec.name: generate(spec, items, params, endpoint)}
         metrics, simulated, real = score(items, outputs, params)
         metrics["counts"] = counts(len(convs), items, skipped, time.time() - started)
         write_outputs(out_dir, metrics, items, outputs, simulated, real,
-                      {source.name: source.model_id}, prompts=(source.prompt,))
-    print_summary(metrics, [source.name, "real"], out_dir, "evaluate_simulator")
+                      {spec.name: model_id(spec)}, prompts=(prompt_of(spec),))
+    print_summary(metrics, [spec.name, "real"], out_dir, "evaluate_simulator")
     return metrics

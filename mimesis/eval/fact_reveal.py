@@ -16,9 +16,9 @@ opening turn: measured, an opening turn first lowered the frozen simulator's rat
 right fact from the reply; a reply the runtime did not send (the user ended) is not a reveal.
 
 Users (params ``users``): ``frozen`` — the training simulator (``<freeze_user>/simulator``,
-loaded by :func:`~mimesis.rl.frozen_user.load_user`, sampled as train_agent samples it) — and
-entries of :class:`~mimesis.eval.unseen_users.UnseenUserConfig` (e.g. the prompted base model,
-the agenda user), built by :func:`~mimesis.eval.unseen_users.build_unseen`.
+loaded by :func:`~mimesis.users.frozen.load_user`, sampled as train_agent samples it) — and
+unseen-user entries, :class:`~mimesis.users.spec.UserSpec` dicts (e.g. the prompted base model,
+the agenda user), built by :func:`~mimesis.users.unseen.build_unseen`.
 
 Report per (user, env): ``rate`` (share of probes revealed), ``n`` (probes), ``n_tasks``, a
 seeded percentile bootstrap 95% CI over tasks (:func:`~mimesis.eval.agent_stats.bootstrap_ci`
@@ -45,15 +45,15 @@ from tqdm.auto import tqdm
 from mimesis.envs.registry import GROUNDING_SEED
 from mimesis.eval.agent_stats import bootstrap_ci
 from mimesis.eval.fact_probes import Fact, task_fact
-from mimesis.rl.agent_training import UserSamplingParams
 from mimesis.schemas import Scenario
+from mimesis.users.spec import UserSamplingParams
 
 TRAIN_ENVS = ("FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym")
 FROZEN = "frozen"
 
 
 def _default_users() -> list[Any]:
-    return [FROZEN, {"name": "prompted-smollm2", "kind": "hf", "model": "smollm2-135m",
+    return [FROZEN, {"name": "prompted-smollm2", "kind": "prompted", "model": "smollm2-135m",
                      "prompt_style": "prompted_user", "max_new_tokens": 48, "batch_size": 40},
             {"name": "agenda", "kind": "agenda"}]
 
@@ -66,7 +66,7 @@ class FactRevealParams:
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs probed
     n_tasks: int = 8  # training-split tasks per env (one fact each)
     phrasings: int = 3  # phrasings asked per fact (1-3)
-    # "frozen" (the training simulator) and/or UnseenUserConfig entries (dicts)
+    # "frozen" (the training simulator) and/or unseen-user UserSpec entries (dicts)
     users: list[Any] = field(default_factory=_default_users)
     # frozen simulator sampling: train_agent's (batch_size only sets speed)
     user: UserSamplingParams = field(default_factory=lambda: UserSamplingParams(batch_size=40))
@@ -79,7 +79,7 @@ class FactRevealParams:
 
     def __post_init__(self) -> None:
         from mimesis.envs.registry import check_envs
-        from mimesis.eval.unseen_users import parse_unseen
+        from mimesis.users.spec import parse_unseen
 
         if self.n_tasks < 1 or not 1 <= self.phrasings <= 3 or self.n_bootstrap < 1:
             raise ValueError("fact_reveal: need n_tasks >= 1, phrasings in 1-3, n_bootstrap >= 1")
@@ -171,17 +171,17 @@ def summarize(rows: Sequence[Mapping[str, Any]], n_bootstrap: int = 1000, n_exam
 
 def build_users(freeze_user_dir: Path, p: FactRevealParams) -> dict[str, Any]:
     """User name → a zero-argument loader of its :class:`UserSimulator` (loaded one at a time)."""
-    from mimesis.eval.unseen_users import build_unseen
+    from mimesis.users.unseen import build_unseen
 
     sim_dir = Path(freeze_user_dir) / "simulator"
     unseen = build_unseen([u for u in p.users if u != FROZEN], sim_dir, max_turns=2)
 
     def frozen():
-        from mimesis.rl.agent_training import AgentRLParams
-        from mimesis.rl.frozen_user import load_user
+        from mimesis.users.factory import make_user
+        from mimesis.users.spec import UserSpec
 
-        return load_user(Path(freeze_user_dir), AgentRLParams(
-            envs=list(p.envs), dtype=p.dtype, user=p.user, seed=p.seed)).simulator
+        spec = UserSpec(FROZEN, "frozen", model=str(sim_dir))
+        return make_user(spec.with_sampling(p.user, dtype=p.dtype, seed=p.seed), max_turns=2)
 
     return {(FROZEN if u == FROZEN else u["name"]):
             (frozen if u == FROZEN else (lambda s=unseen[u["name"]]: s)) for u in p.users}
@@ -196,8 +196,8 @@ def run_fact_reveal(freeze_user_dir: Path, out_dir: Path, p: FactRevealParams) -
     """
     import gc
 
-    from mimesis.eval.reseed import reseed_user
-    from mimesis.eval.unseen_users import release
+    from mimesis.users.reseed import reseed_user
+    from mimesis.users.unseen import release
 
     started = time.time()
     probes = {env: env_probes(env, p) for env in p.envs}

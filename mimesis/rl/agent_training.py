@@ -2,7 +2,8 @@
 params, TRL's config, the trainer over the scenario stream, the policy a run starts from,
 resumable training, and the run's summaries.
 
-The frozen simulator and its guard are in :mod:`mimesis.rl.frozen_user`; the training scenarios
+The frozen simulator is in :mod:`mimesis.users.frozen`, its guard in
+:mod:`mimesis.rl.frozen_guard`; the training scenarios
 in :mod:`mimesis.rollout.scenarios`.
 """
 
@@ -17,27 +18,12 @@ from typing import Any
 
 import torch
 
-from mimesis.rl.frozen_user import FrozenGuard, FrozenUser
+from mimesis.rl.frozen_guard import FrozenGuard
 from mimesis.rl.grpo import HISTORY, make_rollout_func
 from mimesis.rollout.records import RolloutParams
 from mimesis.rollout.scenarios import ScenarioStream, scenario_specs
-
-
-@dataclass(frozen=True)
-class UserSamplingParams:
-    """How the frozen simulator samples its turns (reasoning + utterance).
-
-    Kept apart from :class:`~mimesis.models.engine.sampling.SamplingParams`: these are the params.yaml
-    ``user`` keys only (the sampler's cache settings are not a user's choice)."""
-
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_new_tokens: int = 48  # per user turn, <think> reasoning included
-    batch_size: int = 16  # rows per forward
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
-            raise ValueError("user: temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1")
+from mimesis.users.frozen import FrozenUser
+from mimesis.users.spec import UserSamplingParams
 
 
 @dataclass(frozen=True)
@@ -170,7 +156,7 @@ def build_trainer(trainer_cls, model, tokenizer, p: AgentRLParams, user: FrozenU
     Args:
         user: The frozen simulator: the user of the rollouts unless ``simulator`` is given, and
             always watched by :class:`FrozenGuard`.
-        simulator: The training user (:func:`mimesis.rl.training_user.training_simulator`:
+        simulator: The training user (:func:`mimesis.users.factory.make_user`:
             the frozen simulator, the prompted base model or an OpenAI-compatible endpoint);
             default ``user.simulator``.
         kwargs: Go to the trainer class.

@@ -36,8 +36,8 @@ from mimesis.rollout.records import ScenarioSpec
 
 if TYPE_CHECKING:
     from mimesis.rl.agent_training import AgentRLParams
-    from mimesis.rl.frozen_user import FrozenUser
     from mimesis.simulator.runtime import UserSimulator
+    from mimesis.users.frozen import FrozenUser
 
 _LEVEL_KEYS = {"env", "env_kwargs"}
 
@@ -177,7 +177,7 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
     ``max_new_tokens``; ``max_turns`` and ``max_completion_tokens`` per episode; as many
     episodes in flight as a GRPO step plays). Every level starts from the same seeds: a fresh
     agent sampler seeded ``rl.seed`` and the user restarted from ``rl.seed``
-    (:func:`~mimesis.eval.reseed.reseed_user`, in place), so the order of the levels changes
+    (:func:`~mimesis.users.reseed.reseed_user`, in place), so the order of the levels changes
     nothing. An episode succeeds when its reward reaches the env's
     :func:`~mimesis.eval.agent_stats.success_threshold` (as the evaluation counts it).
 
@@ -203,10 +203,10 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
     from tqdm.auto import tqdm
 
     from mimesis.eval.agent_stats import _EPS, success_threshold
-    from mimesis.eval.reseed import reseed_user
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.rl.agent_training import rollout_params
     from mimesis.rollout.engine import RolloutEngine
+    from mimesis.users.reseed import reseed_user
 
     rollout = dataclasses.replace(rollout_params(rl), group_size=p.episodes)
     sampling = SamplingParams(temperature=rl.temperature, top_p=rl.top_p,
@@ -279,8 +279,8 @@ def choose_level(sft_agent_dir: Path | None, user: FrozenUser, rl: AgentRLParams
 
     import torch
 
-    from mimesis.eval.reseed import reseed_user
     from mimesis.rl.agent_training import load_start_policy
+    from mimesis.users.reseed import reseed_user
 
     if not p.ladder:
         raise ValueError("choose_level needs a non-empty difficulty ladder")

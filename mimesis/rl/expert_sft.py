@@ -48,7 +48,7 @@ def rl_params(p):
 
 def play_experts(user, tokenizer, p, progress: bool = True) -> list[Episode]:
     """``episodes_per_scenario`` expert episodes of every training scenario of ``p``, against
-    ``user`` (a :class:`~mimesis.rl.frozen_user.FrozenUser`), encoded with the agent's
+    ``user`` (a :class:`~mimesis.users.frozen.FrozenUser`), encoded with the agent's
     ``tokenizer``; returned in scenario order."""
     from mimesis.rl.experts import ExpertPolicy
     from mimesis.rollout.engine import RolloutEngine

@@ -90,11 +90,11 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.rl import agent_training as rl
     from mimesis.rl.coach import make_coach
     from mimesis.rl.csd import CSDTrainer
-    from mimesis.rl.frozen_user import load_user
     from mimesis.rl.generators import require_generator
     from mimesis.rl.ranks import is_main_process, main_first, main_run
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
+    from mimesis.users.frozen import load_user
 
     if not params.enabled:  # a profile without the csd arm (claim): say so, train nothing
         report.clear_outputs(out_dir, _OUTPUTS)

@@ -5,7 +5,7 @@ Agents (:mod:`mimesis.eval.agent_run`, params ``evaluate_agents.agents``): the b
 (``sft_agent``), GRPO (``train_agent/<arm>``: ``grpo-prompted``, ``grpo``) and CSD
 (``distill_agent``) agents play the same held-out scenarios of every listed env, with the same
 seeds, under the frozen training simulator (``freeze_user``) and under unseen users (registry of
-:mod:`mimesis.eval.unseen_users`; the ``replay`` user replays ``<label>/test.jsonl``; the training
+:mod:`mimesis.users.unseen`; the ``replay`` user replays ``<label>/test.jsonl``; the training
 simulator is refused there); ``comparisons`` get paired differences with paired bootstrap CIs.
 The arms are checked before anything loads: a missing arm folder, another base model or another
 per-turn budget than training's is refused.

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
-from mimesis.rl.agent_training import UserSamplingParams
 from mimesis.runtime_env import configure_environment
 from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
+from mimesis.users.spec import UserSamplingParams
 
 STAGE = "sft_agent"
 # do not change what training computes
@@ -102,12 +102,13 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
     """
     from mimesis.models.base import base_dir, load_base
     from mimesis.rl import expert_sft as sft
-    from mimesis.rl.frozen_user import FrozenGuard, load_user
+    from mimesis.rl.frozen_guard import FrozenGuard
     from mimesis.traces import flush as flush_traces
     from mimesis.traces import log_episode_traces, sample_evenly
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
     from mimesis.train.stage_helpers import clear_outputs
+    from mimesis.users.frozen import load_user
 
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
     clear_outputs(out_dir, _OUTPUTS)

@@ -5,9 +5,10 @@ files' sha256 are checked against its ``meta.json``) and ``<freeze_user_dir>/sim
 file's sha256 checked against its ``meta.json`` before anything loads; a tampered folder refuses
 training). The frozen simulator only plays the user: its weights are out of autograd and out of
 the optimizer, and their fingerprint is checked again after training
-(:class:`mimesis.rl.frozen_user.FrozenGuard`).
+(:class:`mimesis.rl.frozen_guard.FrozenGuard`).
 
-Arms (params ``arms``; :mod:`mimesis.rl.training_user`): by default ``grpo`` (the frozen
+Arms (params ``arms``, one :class:`~mimesis.users.spec.UserSpec` each, built by
+:func:`mimesis.users.factory.make_user`): by default ``grpo`` (the frozen
 simulator as the user) and ``grpo-prompted`` (the same base model prompted to act as a user:
 the control of the paper's main claim). Every arm starts from the same SFT adapter and plays the
 same scenarios with the same seeds for the same number of steps; only the user differs.
@@ -76,7 +77,7 @@ def _default_arms() -> list[dict[str, Any]]:
 class TrainAgentParams(AgentRLParams):
     """Parameters of ``train_agent`` (params.yaml section ``train_agent``); the RL fields are
     documented on :class:`~mimesis.rl.agent_training.AgentRLParams`, an arm's keys on
-    :class:`~mimesis.rl.training_user.ArmParams`."""
+    :func:`~mimesis.users.spec.parse_arms` (a name + a :class:`~mimesis.users.spec.UserSpec`)."""
 
     base_model: str = "smollm2-135m"  # without an SFT start: smollm2-135m | tiny-llama | folder
     lora: LoraParams = field(default_factory=lambda: LoraParams(dropout=0.0))  # no SFT start
@@ -87,7 +88,7 @@ class TrainAgentParams(AgentRLParams):
     def __post_init__(self) -> None:
         super().__post_init__()
         from mimesis.rl.difficulty_run import check_grpo_disjoint, check_ladder
-        from mimesis.rl.training_user import parse_arms
+        from mimesis.users.spec import parse_arms
 
         parse_arms(self.arms)
         if self.difficulty.ladder:
@@ -111,10 +112,10 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
         ValueError: the difficulty seeds overlap the SFT agent's scenarios, or a ladder level
             has fewer episodes than the rule needs (:mod:`mimesis.rl.difficulty_run`).
     """
-    from mimesis.rl.frozen_user import load_user
     from mimesis.rl.generators import require_generator
     from mimesis.rl.ranks import is_main_process, main_run
-    from mimesis.rl.training_user import parse_arms
+    from mimesis.users.frozen import load_user
+    from mimesis.users.spec import parse_arms
 
     require_generator(params.generator)  # a vLLM generator without vLLM fails before any load
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}
@@ -139,6 +140,27 @@ def run(freeze_user_dir: Path, out_dir: Path, params: TrainAgentParams,
     return out_dir
 
 
+def arm_user(arm, frozen, params: AgentRLParams):
+    """The user simulator an arm trains against: its :class:`~mimesis.users.spec.UserSpec`
+    sampled as the stage samples its user (params ``user``, ``dtype``, ``seed``), built by
+    :func:`~mimesis.users.factory.make_user` with ``max_turns`` user turns per episode.
+
+    Args:
+        arm: The arm (:func:`~mimesis.users.spec.parse_arms`).
+        frozen: The loaded frozen simulator (:class:`~mimesis.users.frozen.FrozenUser`): the
+            ``frozen`` arm's runtime, and the base model of a ``prompted`` arm naming none.
+        params: The stage's params.
+
+    Raises:
+        ValueError: a ``prompted`` arm without a model whose simulator names no base model.
+        mimesis.users.chat.UserEndpointError: ``openai`` without its API key.
+    """
+    from mimesis.users.factory import make_user
+
+    spec = arm.with_sampling(params.user, dtype=params.dtype, seed=params.seed)
+    return make_user(spec, frozen=frozen, max_turns=params.max_turns)
+
+
 def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm_dir: Path,
                params: TrainAgentParams, inputs: dict[str, str]) -> dict[str, Any]:
     """One arm: its user, the start policy, GRPO, outputs in ``arm_dir`` and a child MLflow run
@@ -151,9 +173,10 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
     from mimesis.rl.ranks import is_main_process, main_first, main_run
-    from mimesis.rl.training_user import describe, training_simulator
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
+    from mimesis.users.factory import describe
+    from mimesis.users.spec import arm_entry
 
     main = is_main_process()
     if main:
@@ -161,12 +184,12 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
     with main_run(lambda: mlflow.start_run(run_name=f"{STAGE}/{arm.name}", nested=True)
                   ) as arm_run:
         if main:
-            mlflow.log_params({"arm": arm.name, "arm.user": arm.user, "arm.model": arm.model})
-        simulator = training_simulator(arm, user, params)
+            mlflow.log_params({"arm": arm.name, "arm.user": arm.kind, "arm.model": arm.model})
+        simulator = arm_user(arm, user, params)
         model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)
         decisive = {k: v for k, v in dataclasses.asdict(params).items()
                     if k not in _NO_RESUME and k != "arms"}
-        key = fingerprint({**decisive, "arm": dataclasses.asdict(arm)}, inputs,
+        key = fingerprint({**decisive, "arm": arm_entry(arm)}, inputs,
                           base_dir(start["base_model"]).name)
         with main_first():
             resume = prepare_checkpoints(arm_dir / "checkpoints", key)

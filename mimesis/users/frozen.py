@@ -1,10 +1,10 @@
-"""The frozen user simulator as the RL stages load it, and the guard that keeps it frozen.
+"""The frozen user simulator as the agent stages load it.
 
 Loaded through :func:`~mimesis.simulator.frozen.load_frozen` (sha256 of every file checked
 first: a tampered folder raises ``FrozenSimulatorError`` before any model is built), its weights
-are fingerprinted, taken out of autograd, and checked by :class:`FrozenGuard`: not one of its
-parameters may be in the optimizer, and its fingerprint must be the same after training. Moved
-out of :mod:`mimesis.rl.agent_training` unchanged.
+are fingerprinted and taken out of autograd; during training
+:class:`mimesis.rl.frozen_guard.FrozenGuard` checks that not one of its parameters is in the
+optimizer and that its fingerprint is the same after training.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-from transformers import TrainerCallback
 
-from mimesis.simulator.frozen import FrozenSimulatorError, load_frozen
-
-if TYPE_CHECKING:
-    from mimesis.rl.agent_training import AgentRLParams
+from mimesis.simulator.frozen import load_frozen
+from mimesis.users.spec import UserSamplingParams
 
 
 def weights_fingerprint(model) -> str:
@@ -47,8 +44,25 @@ class FrozenUser:
     sim_dir: Path
 
 
-def load_user(freeze_dir: Path, p: AgentRLParams) -> FrozenUser:
+def load_user(freeze_dir: Path, p: Any) -> FrozenUser:
     """Verify and load ``<freeze_dir>/simulator`` and wrap it as the user of the rollouts.
+
+    Args:
+        freeze_dir: The ``freeze_user`` stage folder.
+        p: An agent stage's params: ``dtype``, ``user`` (:class:`UserSamplingParams`),
+            ``seed`` and ``max_turns`` are read.
+
+    Raises:
+        FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
+    """
+    return load_frozen_user(Path(freeze_dir) / "simulator", dtype=p.dtype, sampling=p.user,
+                            seed=p.seed, max_turns=p.max_turns)
+
+
+def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams, seed: int,
+                     max_turns: int) -> FrozenUser:
+    """Verify and load the simulator folder ``sim_dir``, sampled by a ``TokenSampler`` seeded
+    with ``seed``, behind a :class:`~mimesis.simulator.runtime.UserSimulator`.
 
     Raises:
         FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
@@ -56,49 +70,15 @@ def load_user(freeze_dir: Path, p: AgentRLParams) -> FrozenUser:
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.simulator.runtime import UserSimulator
 
-    sim_dir = Path(freeze_dir) / "simulator"
-    model, tokenizer, meta = load_frozen(sim_dir, dtype=p.dtype)
+    sim_dir = Path(sim_dir)
+    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype)
     if torch.cuda.is_available():  # the trainer moves the agent; the simulator is ours to place
         model.to("cuda")
     model.requires_grad_(False)
     model.eval()
-    u = p.user
+    u = sampling
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=u.temperature, top_p=u.top_p, max_new_tokens=u.max_new_tokens,
-        batch_size=u.batch_size), seed=p.seed)
-    simulator = UserSimulator(sampler.chat, max_turns=p.max_turns)
+        batch_size=u.batch_size), seed=seed)
+    simulator = UserSimulator(sampler.chat, max_turns=max_turns)
     return FrozenUser(simulator, model, tokenizer, meta, weights_fingerprint(model), sim_dir)
-
-
-class FrozenGuard(TrainerCallback):
-    """Refuses training that could touch the frozen simulator.
-
-    ``on_train_begin``: no simulator parameter requires grad or sits in the optimizer.
-    ``on_train_end``: the simulator's weights fingerprint is unchanged.
-
-    Raises:
-        FrozenSimulatorError: either check fails.
-    """
-
-    def __init__(self, user: FrozenUser) -> None:
-        self.user = user
-
-    def check_optimizer(self, optimizer) -> None:
-        """Raise if a simulator parameter is trainable or in ``optimizer``."""
-        sim = {id(q) for q in self.user.model.parameters()}
-        if any(q.requires_grad for q in self.user.model.parameters()):
-            raise FrozenSimulatorError("a frozen simulator parameter requires grad")
-        held = [q for g in (optimizer.param_groups if optimizer else []) for q in g["params"]]
-        if any(id(q) in sim for q in held):
-            raise FrozenSimulatorError("the optimizer holds frozen simulator parameters")
-
-    def check_weights(self) -> None:
-        """Raise if the simulator's weights changed since loading."""
-        if weights_fingerprint(self.user.model) != self.user.fingerprint:
-            raise FrozenSimulatorError("the frozen simulator's weights changed during training")
-
-    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
-        self.check_optimizer(optimizer)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.check_weights()

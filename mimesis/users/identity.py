@@ -1,7 +1,7 @@
 """What identifies the training simulator, so it can be refused as an "unseen" user.
 
 Names (its registered model name, alias and ``name@alias`` forms) and weights (the sha256 of
-every weight file, from its ``meta.json``). Used by :mod:`mimesis.eval.unseen_users`.
+every weight file, from its ``meta.json``). Used by :mod:`mimesis.users.unseen`.
 :func:`trained_against` finds the unseen users an agent did meet in training (the prompted
 control arm's user), so the agent table keeps them out of that agent's unseen mean.
 """
@@ -82,20 +82,20 @@ def trained_against(training_user: Mapping[str, Any] | None, configs: Sequence[A
     """Names of the unseen-user ``configs`` that are the user an agent trained against.
 
     An agent trained against the prompted base model (the ``grpo-prompted`` control) has met
-    an ``hf`` entry with the same model and prompt style; scored under it, that user is not
+    a ``prompted`` entry with the same model and prompt style; scored under it, that user is not
     unseen for this agent, and averaging it into the agent's "unseen" mean hands the control a
     home advantage. Same for an ``openai`` entry with the training arm's model and endpoint.
 
     Args:
         training_user: The ``user`` entry of the agent stage's ``meta.json``
-            (:func:`mimesis.rl.training_user.describe`: ``kind``, ``model``, ``prompt_style``,
+            (:func:`mimesis.users.factory.describe`: ``kind``, ``model``, ``prompt_style``,
             ``base_url``); ``None`` for an agent that trained against no user (the base model).
-        configs: :class:`~mimesis.eval.unseen_users.UnseenUserConfig` entries.
+        configs: :class:`~mimesis.users.spec.UserSpec` entries.
 
     >>> from types import SimpleNamespace as C
     >>> users = [C(name="agenda", kind="agenda", model="", prompt_style="prompted_user",
     ...            base_url=""),
-    ...          C(name="p", kind="hf", model="smollm2-135m", prompt_style="prompted_user",
+    ...          C(name="p", kind="prompted", model="smollm2-135m", prompt_style="prompted_user",
     ...            base_url="")]
     >>> trained_against({"kind": "prompted", "model": "smollm2-135m",
     ...                  "prompt_style": "prompted_user"}, users)
@@ -109,7 +109,7 @@ def trained_against(training_user: Mapping[str, Any] | None, configs: Sequence[A
     model = str(training_user.get("model") or "").rstrip("/")
     if kind == "prompted":
         style = training_user.get("prompt_style") or "prompted_user"
-        return [c.name for c in configs if c.kind == "hf" and c.model.rstrip("/") == model
+        return [c.name for c in configs if c.kind == "prompted" and c.model.rstrip("/") == model
                 and c.prompt_style == style]
     if kind in ("openai", "served"):
         url = str(training_user.get("base_url") or "").rstrip("/")

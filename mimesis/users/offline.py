@@ -1,7 +1,7 @@
 """Offline unseen users: replay and agenda, cheap deterministic reference points.
 
-Split from :mod:`mimesis.eval.unseen_users` (the config, registry, refusal and the model users:
-``openai``, ``hf``), which builds these for its ``replay`` and ``agenda`` kinds. Both are
+:func:`mimesis.users.factory.make_user` builds these for the ``replay`` and ``agenda`` kinds
+of :class:`~mimesis.users.spec.UserSpec`. Both are
 ``generate_fn`` callables behind :class:`~mimesis.simulator.runtime.UserSimulator`, with the goal
 itself as system prompt (:func:`goal_prompt`):
 

@@ -2,13 +2,13 @@
 
 Why (docs/metrics.md, agent side: "the same held-out scenarios and the same user seeds for every
 agent"): a sampling user keeps its random state between runs. Reused across agents, the frozen
-simulator or an ``hf`` user would meet the second agent with the generator where the first left
+simulator or a ``prompted`` user would meet the second agent with the generator where the first left
 it, and two identical agents would get different users and different scores.
 :func:`reseed_user` restarts a user from a seed and a fresh KV cache:
 
-- a ``generate_fn`` with a ``reseed(seed)`` method (``HFUser``, ``OpenAIUser``, and the offline
+- a ``generate_fn`` with a ``reseed(seed)`` method (``PromptedUser``, ``OpenAIUser``, and the offline
   ``ReplayUser`` / ``AgendaUser``, deterministic, for which it is a no-op) is asked to reseed;
-- ``TokenSampler.chat`` (the frozen simulator of :func:`~mimesis.rl.frozen_user.load_user`)
+- ``TokenSampler.chat`` (the frozen simulator of :func:`~mimesis.users.frozen.load_user`)
   is replaced by the ``chat`` of a fresh :class:`~mimesis.models.engine.sampling.TokenSampler` on the same
   model, tokenizer and sampling params (:func:`fresh_sampler`): new generator, empty cache;
 - anything else is refused (its randomness cannot be restarted, so runs would not be paired).

@@ -1,6 +1,6 @@
 """The frozen simulator as a service during agent training: ``mimesis serve`` episodes.
 
-An arm with ``user: served`` (:mod:`mimesis.rl.training_user`) plays its user through
+An arm with ``user: served`` (:mod:`mimesis.users.factory`) plays its user through
 ``mimesis serve`` (``--backend vllm`` on its own GPU(s) in the ``gpu`` profile's layout;
 docs/serving_and_scaling.md "Multi-GPU agent RL"), over its OpenAI-compatible *episode* endpoints:
 
