@@ -178,7 +178,8 @@ def parse_specs(entries: Sequence[Mapping[str, Any] | UserSpec], *, what: str,
                 raise ValueError(f"{what} {entry.get('name')!r}: unknown keys {unknown} "
                                  f"(known: {sorted(keys)})")
             values = dict(entry)
-            kind = OLD_KIND_NAMES.get(values.get(kind_key, "frozen"), values.get(kind_key))
+            kind = values.get(kind_key, "frozen")
+            kind = OLD_KIND_NAMES.get(kind, kind)
             if kind not in kinds:
                 raise ValueError(f"{what} {entry.get('name')!r}: {kind_key} {kind!r} not in "
                                  f"{sorted(kinds)}")
