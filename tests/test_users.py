@@ -234,13 +234,14 @@ def test_userspec_is_the_only_user_spec_class():
 
 
 def test_the_scan_finds_a_second_spec_class(tmp_path, monkeypatch):
-    """The scan catches the classes it replaced (e.g. evaluate-simulator's old source class)."""
+    """The scan catches a class like the ones UserSpec replaced (evaluate-simulator's had a kind,
+    a target and a prompt style)."""
     fake = tmp_path / "mimesis" / "eval"
     fake.mkdir(parents=True)
     (fake / "old.py").write_text(
-        "class SimulatorSource:\n    kind: str\n    target: str\n    prompt_style: str = ''\n")
+        "class EndpointSource:\n    kind: str\n    target: str\n    prompt_style: str = ''\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    assert _user_spec_classes() == ["mimesis/eval/old.py:SimulatorSource"]
+    assert _user_spec_classes() == ["mimesis/eval/old.py:EndpointSource"]
 
 
 def test_every_user_runs_behind_the_one_runtime():
