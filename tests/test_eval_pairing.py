@@ -393,7 +393,7 @@ def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
     def no_load(*args, **kwargs):
         raise AssertionError("the frozen simulator was loaded")
 
-    monkeypatch.setattr(mimesis.users.frozen, "load_user", no_load)
+    monkeypatch.setattr(mimesis.users.frozen, "load_frozen_user", no_load)
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):
         _tiny_adapter(folder)

@@ -77,7 +77,8 @@ class AgentEvaluateParams(AgentEvalParams):
         enabled: Run the agent half at all.
         dtype: Weights of the agents and of the frozen simulator (float32 on CPU).
         user: Sampling of the frozen training simulator.
-        unseen_users: Entries of :class:`~mimesis.users.spec.UserSpec` (:func:`~mimesis.users.spec.parse_unseen`).
+        unseen_users: :class:`~mimesis.users.spec.UserSpec` entries
+            (:func:`~mimesis.users.spec.parse_unseen`).
         train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
         csd: Evaluate ``<distill_agent>`` as the ``csd`` agent (a profile without that stage's
             arm sets it false).

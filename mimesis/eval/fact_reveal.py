@@ -16,7 +16,7 @@ opening turn: measured, an opening turn first lowered the frozen simulator's rat
 right fact from the reply; a reply the runtime did not send (the user ended) is not a reveal.
 
 Users (params ``users``): ``frozen`` — the training simulator (``<freeze_user>/simulator``,
-loaded by :func:`~mimesis.users.frozen.load_user`, sampled as train_agent samples it) — and
+built by :func:`~mimesis.users.factory.make_user`, sampled as train_agent samples it) — and
 unseen-user entries, :class:`~mimesis.users.spec.UserSpec` dicts (e.g. the prompted base model,
 the agenda user), built by :func:`~mimesis.users.unseen.build_unseen`.
 
