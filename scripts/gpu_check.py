@@ -44,11 +44,11 @@ def measure(generator: str, model_dir: Path, user_url: str, steps: int, work: Pa
     import torch
 
     from mimesis.models.base import load_base
+    from mimesis.models.lora import LoraParams
     from mimesis.rl import agent_training as rl
     from mimesis.rl.agent_training import AgentRLParams
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
     from mimesis.stages.train_agent import arm_user
-    from mimesis.stages.train_user import LoraParams
     from mimesis.users.frozen import FrozenUser, weights_fingerprint
     from mimesis.users.spec import UserSamplingParams, UserSpec
 

@@ -152,7 +152,7 @@ def test_coach_reads_the_goal_only_when_asked():
     ep = SimpleNamespace(messages=messages, scenario_id="E:1",
                          scenario=SimpleNamespace(goal="You want a flat in Gangnam."),
                          turns=[_turn("user", ""), _turn("env", None)])
-    assert note_requests([ep], CoachParams()) == []  # paper: no reasoning, no note
+    assert note_requests([ep], CoachParams(private="reasoning")) == []  # paper: no reasoning
     reqs = note_requests([ep], CoachParams(private="reasoning_and_goal"))
     assert [(r.episode, r.turn) for r in reqs] == [(0, 1)]
     prompt = reqs[0].messages[1]["content"]

@@ -29,13 +29,13 @@ def scripted_coach() -> Coach:
     def generate(batch):
         return [NOTES[i % len(NOTES)] for i in range(len(batch))]
 
-    return Coach(generate, "scripted", CoachParams(max_notes_per_episode=2))
+    return Coach(generate, "scripted", CoachParams(max_notes_per_episode=2, private="reasoning"))
 
 
 def _trainer(tmp_path, alpha: float = 0.01, **overrides):
     from mimesis.models.base import load_base
+    from mimesis.models.lora import LoraParams
     from mimesis.rl import agent_training as rl
-    from mimesis.stages.train_user import LoraParams
 
     sim, sim_tok = load_base("tiny-llama")
     agent, tok = load_base("tiny-llama")

@@ -18,7 +18,7 @@ from mimesis.eval.agent_stats import episode_rows
 from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
 from mimesis.eval.agents import (
     HELDOUT_SEED_OFFSET,
-    AgentEvalParams,
+    EvalRolloutParams,
     check_disjoint,
     evaluate_agents,
     heldout_specs,
@@ -59,9 +59,10 @@ def test_heldout_scenarios_never_overlap_training_scenarios(monkeypatch):
     monkeypatch.setattr(mimesis.envs, "list_envs", lambda: [
         EnvSpec("FunctionGym", "train", None, ""), EnvSpec("TravelGym", "train", None, "")])
     ev = heldout_specs(("FunctionGym", "TravelGym", "TelepathyGym"), 50)
-    paper = TrainAgentParams(steps=200, scenarios_per_step=16)  # the paper-scale profile
-    for train in (TrainAgentParams(), DistillAgentParams(), paper,
-                  DistillAgentParams(steps=100, scenarios_per_step=16)):
+    procedural = {"envs": ["FunctionGym", "TravelGym"]}
+    paper = TrainAgentParams(steps=200, scenarios_per_step=16, **procedural)  # paper scale
+    for train in (TrainAgentParams(**procedural), DistillAgentParams(**procedural), paper,
+                  DistillAgentParams(steps=100, scenarios_per_step=16, **procedural)):
         check_disjoint(ev, scenario_specs(train))
         assert not {s.seed for s in ev} & {s.seed for s in scenario_specs(train)}
     assert min(s.seed for s in ev) == HELDOUT_SEED_OFFSET
@@ -78,7 +79,7 @@ def test_heldout_scenarios_never_overlap_training_scenarios(monkeypatch):
     assert len(trained) > 20 and not trained & {(s.env, s.options["index"]) for s in ev_fixed}
     with pytest.raises(ValueError, match="used in training"):
         check_disjoint(ev + [ScenarioSpec(env="FunctionGym", seed=0)],
-                       scenario_specs(TrainAgentParams()))
+                       scenario_specs(TrainAgentParams(**procedural)))
 
 
 def test_fixed_task_envs_spread_indices_over_the_task_list():
@@ -123,8 +124,8 @@ def test_episode_rows_mean_success_and_terminations():
 # ----------------------------------------------------------------------------- end to end
 def test_evaluate_agents_tiny_model_with_offline_users(tiny):
     seen: dict[tuple[str, str], list[Episode]] = {}
-    params = AgentEvalParams(envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=12,
-                             max_completion_tokens=256, n_bootstrap=100)
+    params = EvalRolloutParams(envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=12,
+                               max_completion_tokens=256, n_bootstrap=100)
     started = time.perf_counter()
     rows = evaluate_agents({"base": tiny}, _simulators(), params, progress=False,
                            on_episodes=lambda a, s, eps: seen.__setitem__((a, s), eps))
@@ -172,8 +173,8 @@ def test_evaluate_agents_rows_follow_the_episode_rewards(tiny):
     env.reset(seed=spec.seed)
     case = env._case_text()
     known = {case: f"{env.task.expected:g}"}
-    params = AgentEvalParams(envs=("FunctionGym",), n_scenarios=2, max_turns=3,
-                             max_new_tokens=24, n_bootstrap=100)
+    params = EvalRolloutParams(envs=("FunctionGym",), n_scenarios=2, max_turns=3,
+                               max_new_tokens=24, n_bootstrap=100)
     rows = evaluate_agents({"scripted": (None, tok)}, {"agenda": _simulators()["agenda"]},
                            params, progress=False,
                            make_sampler=lambda model, t, p: AnsweringAgent(t, known))

@@ -12,7 +12,7 @@ import pytest
 
 from mimesis.eval.agent_arms import check_arms, with_trained_difficulty
 from mimesis.eval.agent_pairs import UNSEEN_MEAN, paired_differences, unseen_mean_rows
-from mimesis.eval.agent_run import AgentEvaluateParams
+from mimesis.eval.agent_run import AgentComparisonParams
 from mimesis.eval.claim_report import claim_markdown, claim_metrics
 
 
@@ -64,11 +64,11 @@ def test_success_has_its_own_detectable_effect():
     assert d["success_mde"] > 0.3
 
 
-def _params(**kw) -> AgentEvaluateParams:
-    return AgentEvaluateParams(envs=("TravelGym",), n_scenarios=2, max_new_tokens=48,
-                               n_bootstrap=50, base=False, csd=False,
-                               comparisons=[["grpo", "grpo-prompted"], ["grpo", "sft"]],
-                               env_kwargs={"TravelGym": {"n_options": 6}}, **kw)
+def _params(**kw) -> AgentComparisonParams:
+    return AgentComparisonParams(envs=("TravelGym",), n_scenarios=2, max_new_tokens=48,
+                                 n_bootstrap=50, base=False, csd=False,
+                                 comparisons=[["grpo", "grpo-prompted"], ["grpo", "sft"]],
+                                 env_kwargs={"TravelGym": {"n_options": 6}}, **kw)
 
 
 def test_evaluation_plays_the_level_train_agent_selected(tmp_path):

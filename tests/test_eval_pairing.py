@@ -13,10 +13,10 @@ import pytest
 from mimesis.eval import agent_pairs
 from mimesis.eval.agent_arms import agent_sources, check_arms, trained_specs
 from mimesis.eval.agent_pairs import outcome_rows, paired_bootstrap, paired_differences, verdict
-from mimesis.eval.agent_run import AgentEvaluateParams
+from mimesis.eval.agent_run import AgentComparisonParams
 from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS, episode_rows, success_threshold
 from mimesis.eval.agent_tables import comparison_table_markdown, diff_plot
-from mimesis.eval.agents import AgentEvalParams, evaluate_agents, load_agent
+from mimesis.eval.agents import EvalRolloutParams, evaluate_agents, load_agent
 from mimesis.rollout.records import Episode, ScenarioSpec, TurnRecord
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.users.factory import make_user
@@ -52,8 +52,8 @@ def _trace(ep: Episode) -> list:
 def test_identical_agents_get_identical_episodes_and_user_replies():
     agent = load_agent("base", "tiny-llama")
     seen: dict[tuple[str, str], list[Episode]] = {}
-    params = AgentEvalParams(envs=ENVS, n_scenarios=3, max_turns=3, max_new_tokens=8,
-                             max_completion_tokens=256, temperature=1.0, n_bootstrap=50)
+    params = EvalRolloutParams(envs=ENVS, n_scenarios=3, max_turns=3, max_new_tokens=8,
+                               max_completion_tokens=256, temperature=1.0, n_bootstrap=50)
     evaluate_agents({"a": agent, "b": agent}, _sampling_users(), params, progress=False,
                     on_episodes=lambda a, u, eps: seen.__setitem__((a, u), eps))
     for user in ("frozen", "hf"):
@@ -194,9 +194,13 @@ def _arms(root: Path, **params) -> tuple[Path, Path, Path]:
     return train, _arm(root / "distill_agent", **params), sft
 
 
-def _params(**kw) -> AgentEvaluateParams:
-    return AgentEvaluateParams(envs=("FunctionGym",), n_scenarios=2, max_new_tokens=48,
-                               n_bootstrap=50, **kw)
+ALL_AGENTS = {"base": True, "comparisons": [["sft", "base"], ["grpo", "sft"],
+                                           ["grpo", "grpo-prompted"], ["csd", "grpo"]]}
+
+
+def _params(**kw) -> AgentComparisonParams:
+    return AgentComparisonParams(envs=("FunctionGym",), n_scenarios=2, max_new_tokens=48,
+                                 n_bootstrap=50, **{**ALL_AGENTS, **kw})
 
 
 def test_stage_refuses_an_eval_budget_other_than_training(tmp_path):
@@ -342,9 +346,9 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
     write_jsonl(corpus, [Conversation(id="c", turns=[Turn(role="user", text="is it big?"),
                                                      Turn(role="assistant", text="What?"),
                                                      Turn(role="user", text="it is 10")])])
-    p = AgentEvaluateParams(
+    p = AgentComparisonParams(
         envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=8, max_completion_tokens=256,
-        n_bootstrap=50, user=_user_sampling(),
+        n_bootstrap=50, user=_user_sampling(), **ALL_AGENTS,
         unseen_users=[{"name": "agenda", "kind": "agenda"},
                       {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
                        "max_new_tokens": 8}])
@@ -397,7 +401,7 @@ def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):
         _tiny_adapter(folder)
-    p = AgentEvaluateParams(
+    p = AgentComparisonParams(
         envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=8, max_completion_tokens=256,
         n_bootstrap=50, user=_user_sampling(), base=False, csd=False, train_agent_arms=["grpo"],
         frozen_user=False, unseen_users=[{"name": "agenda", "kind": "agenda"}],
@@ -411,7 +415,7 @@ def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
     assert set(metrics["diff"]["grpo-sft"]) == {"agenda"}
     assert metrics["diff"]["grpo-sft"]["agenda"]["ALL"]["n"] == 2 * len(ENVS)
     with pytest.raises(ValueError, match="no user to evaluate under"):
-        AgentEvaluateParams(frozen_user=False, unseen_users=[])
+        AgentComparisonParams(frozen_user=False, unseen_users=[])
 
 
 def _user_sampling():

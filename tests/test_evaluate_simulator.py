@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from mimesis.cli import app
 from mimesis.eval.evaluate_simulator import evaluate_simulator, load_conversations
+from mimesis.eval.realism_run import RealismParams
 from mimesis.io import read_jsonl
-from mimesis.stages.evaluate_user import EvaluateUserParams
 from mimesis.users.spec import UserSpec
 from tests.conftest import REPO_ROOT
 
@@ -90,8 +90,8 @@ def test_an_endpoint_that_always_ends_loses_every_turn(tmp_path, openai_stub, mo
     stub, url = openai_stub
     stub.reply = "<|end_conversation|>"
     monkeypatch.setenv("STUB_KEY", "k")
-    params = EvaluateUserParams(max_conversations=8, min_support=2, c2st_min_support=3,
-                                c2st_folds=2, c2st_permutations=5, n_bootstrap=50)
+    params = RealismParams(max_conversations=8, min_support=2, c2st_min_support=3,
+                           c2st_folds=2, c2st_permutations=5, n_bootstrap=50)
     source = UserSpec("simulator", "openai", model="stub-user", base_url=url,
                       api_key_env="STUB_KEY")
     m = evaluate_simulator(source, _write_plain(tmp_path / "c.jsonl"), tmp_path / "o", params)

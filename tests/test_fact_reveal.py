@@ -18,7 +18,7 @@ from mimesis.eval.fact_probes import Fact, check_fact, task_fact, turtle_probes
 from mimesis.eval.fact_reveal import TRAIN_ENVS, FactRevealParams, env_probes, play, summarize
 from mimesis.simulator.runtime import UserSimulator
 
-PARAMS = FactRevealParams(n_tasks=6, users=[{"name": "agenda", "kind": "agenda"}])
+PARAMS = FactRevealParams(n_tasks=6, phrasings=3, users=[{"name": "agenda", "kind": "agenda"}])
 
 
 def _think(text: str) -> str:
@@ -150,7 +150,7 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     import mlflow
     import torch
 
-    from mimesis.eval.agent_run import AgentEvaluateParams
+    from mimesis.eval.agent_run import AgentComparisonParams
     from mimesis.io import write_json, write_jsonl
     from mimesis.models.base import load_base
     from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
@@ -176,8 +176,8 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     users = ["frozen", {"name": "prompted-tiny", "kind": "hf", "model": "tiny-llama",
                         "max_new_tokens": 8}, {"name": "agenda", "kind": "agenda"}]
     params = EvaluateAgentsParams(
-        profile="smoke", agents=AgentEvaluateParams(enabled=False),
-        fact_reveal=FactRevealParams(n_tasks=2, users=users,
+        profile="smoke", agents=AgentComparisonParams(enabled=False),
+        fact_reveal=FactRevealParams(n_tasks=2, phrasings=3, users=users,
                                      user=UserSamplingParams(max_new_tokens=8)))
     out_dir = tmp_path / "evaluate_agents"
     run(tmp_path / "freeze_user", tmp_path / "label", out_dir, params)

@@ -187,11 +187,12 @@ def test_train_user_mixes_the_dialogues_into_the_training_rows_only(tmp_path, to
     data_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(data_module)
     label_dir = data_module.write_label_dir(tmp_path / "label", n_train=4, n_val=2)
-    grounding = GroundingParams(envs=["FunctionGym", "PersuadeGym"], tasks_per_env=2)
+    grounding = GroundingParams(envs=["FunctionGym", "PersuadeGym"], tasks_per_env=2,
+                                dialogues_per_task=2)
     params = TrainUserParams(base_model="tiny-llama", max_length=4096, grounding=grounding)
     data = load_splits(label_dir, tokenizer, params)
     ids = data.train["id"]
-    assert sum(i.startswith("grounding:") for i in ids) == 2 * 2 * 3 == data.counts[
+    assert sum(i.startswith("grounding:") for i in ids) == 2 * 2 * 2 == data.counts[
         "grounding"]["rows"]
     assert len(ids) == data.counts["train"]["rows"] + data.counts["grounding"]["rows"]
     assert not any(i.startswith("grounding:") for i in data.val["id"])

@@ -98,9 +98,9 @@ def loss_inputs(vocab: int, completion: int = 8) -> dict[str, torch.Tensor]:
 
 def test_env_tokens_do_not_change_the_grpo_loss(tmp_path):
     from mimesis.models.base import load_base
+    from mimesis.models.lora import LoraParams
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
-    from mimesis.stages.train_user import LoraParams
 
     sim, sim_tok = load_base("tiny-llama")
     agent, tok = load_base("tiny-llama")
@@ -198,10 +198,10 @@ def test_scenario_stream_fresh_scenarios_follow_the_dataset_and_keep_the_env():
 
 def _flat_first_trainer(tmp_path, enabled: bool):
     from mimesis.models.base import load_base
+    from mimesis.models.lora import LoraParams
     from mimesis.rl import agent_training as rl
     from mimesis.rl.agent_training import DynamicSamplingParams
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
-    from mimesis.stages.train_user import LoraParams
 
     sim, sim_tok = load_base("tiny-llama")
     agent, tok = load_base("tiny-llama")

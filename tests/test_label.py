@@ -156,7 +156,9 @@ def hash_embed(texts: Sequence[str]) -> np.ndarray:
 
 
 def run_stage(curate_dir: Path, out_dir: Path, monkeypatch, **overrides) -> Path:
+    # test gets no reasoning here, so the test split shows what a non-reasoning split holds
     values = {"max_conversations": {"train": 3, "val": 0, "test": 0}, "max_user_turns": 3,
+              "reasoning_splits": ["train", "val"],
               "annotator": AnnotatorParams(label_behaviors=True), "seed": 7, "combine": "union",
               "learned": LearnedParams(folds=2, inner_folds=2), "n_bootstrap": 50, **overrides}
     params = stage.LabelParams(**values)

@@ -10,9 +10,8 @@ import pytest
 
 from mimesis.eval.generate import Generated, runtime_generated, simulate_local, simulate_runtime
 from mimesis.eval.protocol import build_items
-from mimesis.eval.realism_run import guard_counts
+from mimesis.eval.realism_run import RealismParams, guard_counts
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
-from mimesis.stages.evaluate_user import EvaluateUserParams
 
 
 def _conversations(n: int = 6) -> list[LabeledConversation]:
@@ -47,7 +46,7 @@ def test_realism_turns_equal_the_rl_users_turns(tiny):
 
     model, tokenizer = tiny
     items, _ = build_items(_conversations(), 0, 1, seed=0)
-    params = EvaluateUserParams(max_new_tokens=12, batch_size=4, max_prompt_tokens=0, seed=5)
+    params = RealismParams(max_new_tokens=12, batch_size=4, max_prompt_tokens=0, seed=5)
     ours = simulate_local(model, tokenizer, "user_simulator", items, params, desc="t")
 
     # what mimesis.users.frozen.load_user builds, fed the same states

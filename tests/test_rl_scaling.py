@@ -125,6 +125,7 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     """One GRPO step whose user is ``mimesis serve`` (transformers backend, tiny model) on
     loopback, reached through the served training-user path."""
     from mimesis.models.base import load_base
+    from mimesis.models.lora import LoraParams
     from mimesis.rl import agent_training as rl
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
     from mimesis.serve.app import create_app
@@ -133,7 +134,6 @@ def test_grpo_step_against_mimesis_serve_transformers_backend(tmp_path):
     from mimesis.serve.config import ServeConfig
     from mimesis.serve.local import serve_in_thread
     from mimesis.stages.train_agent import arm_user
-    from mimesis.stages.train_user import LoraParams
 
     sim_model, sim_tok = load_base("tiny-llama")
     agent, tok = load_base("tiny-llama")

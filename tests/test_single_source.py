@@ -56,7 +56,7 @@ def _assigned(name: str) -> dict[str, list[int]]:
     ("a chat completion is requested", lambda: _where(
         lambda n: isinstance(n, ast.Attribute) and n.attr == "completions"),
      "mimesis/openai_chat.py"),
-    ("a peft LoraConfig is built", lambda: _calls("LoraConfig"), "mimesis/stages/train_user.py"),
+    ("a peft LoraConfig is built", lambda: _calls("LoraConfig"), "mimesis/models/lora.py"),
     ("the Messages alias is defined", lambda: _assigned("Messages"), "mimesis/schemas.py"),
     ("a rollout_func factory is defined", lambda: _where(
         lambda n: isinstance(n, ast.FunctionDef) and n.name.startswith("make_")

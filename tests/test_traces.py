@@ -159,12 +159,12 @@ def test_the_evaluation_logs_its_episodes_as_sessions(tmp_path) -> None:
     from test_eval_pairing import ENVS, _arms, _frozen, _tiny_adapter, _user_sampling
 
     from mimesis.eval.agent_arms import agent_sources
-    from mimesis.eval.agent_run import AgentEvaluateParams, run_agent_evaluation
+    from mimesis.eval.agent_run import AgentComparisonParams, run_agent_evaluation
 
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):
         _tiny_adapter(folder)
-    p = AgentEvaluateParams(
+    p = AgentComparisonParams(
         envs=ENVS, n_scenarios=2, max_turns=2, max_new_tokens=8, max_completion_tokens=256,
         n_bootstrap=20, user=_user_sampling(), base=False, csd=False, train_agent_arms=["grpo"],
         unseen_users=[{"name": "agenda", "kind": "agenda"}], comparisons=[["grpo", "sft"]])

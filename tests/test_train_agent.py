@@ -299,16 +299,16 @@ def test_overfitting_check_replays_the_first_scenarios_every_step():
 
 
 def test_agent_evaluation_params_refuse_unknown_environments():
-    from mimesis.eval.agents import AgentEvalParams
+    from mimesis.eval.agents import EvalRolloutParams
 
-    assert AgentEvalParams(envs=["SearchGym", "TauGym"]).envs == ("SearchGym", "TauGym")
+    assert EvalRolloutParams(envs=["SearchGym", "TauGym"]).envs == ("SearchGym", "TauGym")
     with pytest.raises(ValueError, match="TelepathyGymm"):
-        AgentEvalParams(envs=["TelepathyGymm"])
+        EvalRolloutParams(envs=["TelepathyGymm"])
 
 
 def test_disabled_distill_agent_trains_nothing_and_evaluation_skips_csd(tmp_path):
     from mimesis.eval.agent_arms import agent_sources
-    from mimesis.eval.agent_run import AgentEvaluateParams
+    from mimesis.eval.agent_run import AgentComparisonParams
     from mimesis.stages.distill_agent import run
 
     out = tmp_path / "distill_agent"
@@ -316,11 +316,11 @@ def test_disabled_distill_agent_trains_nothing_and_evaluation_skips_csd(tmp_path
     run(tmp_path / "no_simulator_needed", None, out, DistillAgentParams(enabled=False))
     meta = json.loads((out / "meta.json").read_text())
     assert meta["enabled"] is False and not (out / "model").exists()
-    p = AgentEvaluateParams(train_agent_arms=["grpo"], csd=False,
-                            comparisons=[["sft", "base"], ["grpo", "sft"]])
+    p = AgentComparisonParams(train_agent_arms=["grpo"], csd=False, base=True,
+                              comparisons=[["sft", "base"], ["grpo", "sft"]])
     assert p.agent_names() == ["base", "sft", "grpo"]
     with pytest.raises(ValueError, match="comparison"):
-        AgentEvaluateParams(train_agent_arms=["grpo"], csd=False, comparisons=[["csd", "grpo"]])
+        AgentComparisonParams(train_agent_arms=["grpo"], csd=False, comparisons=[["csd", "grpo"]])
     for arm in ("sft", "grpo"):
         (tmp_path / arm).mkdir(exist_ok=True)
     with pytest.raises(FileNotFoundError, match="'sft'"):  # csd is not looked for at all

@@ -16,7 +16,7 @@ from pathlib import Path
 from mimesis.envs.function_gym import FunctionGym
 from mimesis.envs.registry import _REGISTRY, register
 from mimesis.io import write_json
-from mimesis.rl.agent_training import AgentRLParams
+from mimesis.rl.agent_training import AgentRLParams, DynamicSamplingParams
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.users.frozen import FrozenUser
 from mimesis.users.spec import UserSamplingParams
@@ -60,7 +60,9 @@ for _gym in (ParityGym, FlatFirstGym):
 
 SMALL = {"envs": ["ParityGym"], "steps": 1, "scenarios_per_step": 2, "group_size": 4,
          "max_turns": 3, "max_new_tokens": 8, "max_completion_tokens": 320, "micro_batch": 4,
-         "learning_rate": 5e-3, "user": UserSamplingParams(max_new_tokens=8)}
+         "learning_rate": 5e-3, "user": UserSamplingParams(max_new_tokens=8),
+         # flat groups get up to 2 fresh ones: the tests' steps need reward variance to learn
+         "dynamic_sampling": DynamicSamplingParams(max_rounds=2)}
 
 
 def small_params(cls=AgentRLParams, **overrides):

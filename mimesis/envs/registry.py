@@ -163,6 +163,19 @@ def check_envs(names: Sequence[str], split: Split | None = None,
                          f"{sorted(_REGISTRY)}")
 
 
+def small_agent_env_kwargs() -> dict[str, dict[str, Any]]:
+    """Env constructor arguments sized for a 135M agent: the ``env_kwargs`` that params.yaml gives
+    ``sft_agent``, ``train_agent``, ``distill_agent`` and ``evaluate_agents.agents`` alike (an
+    agent must be evaluated on the prompts it trained on), and their dataclasses' default.
+
+    TauGym: a 1200-character policy, tool names only, tool results cut to 300 characters;
+    TravelGym: 6 options a search (~230 SmolLM2 tokens; 10 options are ~390 and filled the
+    640-token episode budget). A fresh dict each call (a mutable default).
+    """
+    return {"TauGym": {"policy_chars": 1200, "tool_docs": "names", "tool_result_chars": 300},
+            "TravelGym": {"n_options": 6}}
+
+
 def list_envs() -> list[EnvSpec]:
     """All registered environments, sorted by split (train first) then name."""
     _discover()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the params import this module's constants
-    from mimesis.eval.agent_run import AgentEvaluateParams
+    from mimesis.eval.agent_run import AgentComparisonParams
 
 BASE_AGENT = "base"
 SCENARIO_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "scenario_seed")
@@ -42,7 +42,7 @@ def seen_users(agents: Mapping[str, str | Path], unseen_users: Sequence[Any]
 
 
 def agent_sources(train_agent_dir: Path | None, distill_agent_dir: Path | None,
-                  sft_agent_dir: Path | None, p: AgentEvaluateParams) -> dict[str, str | Path]:
+                  sft_agent_dir: Path | None, p: AgentComparisonParams) -> dict[str, str | Path]:
     """Agent name → source: the base model name for ``base``, an agent stage folder (``model/``
     + ``meta.json``) for every other agent (module docstring).
 
@@ -106,7 +106,7 @@ RL_BUDGET_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "group_si
                   "overfit_scenarios")
 
 
-def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> None:
+def check_arms(sources: Mapping[str, str | Path], p: AgentComparisonParams) -> None:
     """Refuse arms that cannot be compared fairly (module docstring), before anything loads.
 
     Raises:
@@ -163,8 +163,8 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentEvaluateParams) -> Non
             raise ValueError(f"agent arm {name!r} ({folder}): {exc}") from None
 
 
-def with_trained_difficulty(p: AgentEvaluateParams, train_agent_dir: Path | None
-                            ) -> AgentEvaluateParams:
+def with_trained_difficulty(p: AgentComparisonParams, train_agent_dir: Path | None
+                            ) -> AgentComparisonParams:
     """``p`` evaluated at the difficulty level ``train_agent`` selected before RL.
 
     ``<train_agent_dir>/difficulty.json`` (written by ``train_agent``: ``{"enabled": false}``

@@ -49,29 +49,28 @@ from pathlib import Path
 from typing import Any
 
 from mimesis.eval.agent_arms import BASE_AGENT, check_arms, read_meta, seen_users
-from mimesis.eval.agents import AgentEvalParams
+from mimesis.eval.agents import EvalRolloutParams
 from mimesis.users.spec import UserSamplingParams
 
 TRAINING_USER = "frozen"
 
 
 def _default_unseen() -> list[dict[str, Any]]:
-    return [{"name": "replay", "kind": "replay"}, {"name": "agenda", "kind": "agenda"},
-            {"name": "prompted-smollm2", "kind": "prompted", "model": "smollm2-135m",
-             "prompt_style": "prompted_user"}]
+    return [{"name": "replay", "kind": "replay"}, {"name": "agenda", "kind": "agenda"}]
 
 
 def _default_comparisons() -> list[list[str]]:
-    return [["sft", "base"], ["grpo", "sft"], ["grpo", "grpo-prompted"], ["csd", "grpo"]]
+    return [["grpo", "sft"], ["grpo", "grpo-prompted"], ["csd", "grpo"]]
 
 
 PURPOSES = ("smoke", "claim")
 
 
 @dataclass(frozen=True)
-class AgentEvaluateParams(AgentEvalParams):
-    """params.yaml ``evaluate_agents.agents``: :class:`~mimesis.eval.agents.AgentEvalParams` plus what
-    the stage needs to build the agents, the users and the comparisons.
+class AgentComparisonParams(EvalRolloutParams):
+    """params.yaml ``evaluate_agents.agents``: which agents are compared, under which users, and
+    which paired differences are reported; how each is played and scored is the inherited
+    :class:`~mimesis.eval.agents.EvalRolloutParams`.
 
     Attributes:
         enabled: Run the agent half at all.
@@ -98,7 +97,7 @@ class AgentEvaluateParams(AgentEvalParams):
     unseen_users: list[dict[str, Any]] = field(default_factory=_default_unseen)
     train_agent_arms: list[str] = field(default_factory=lambda: ["grpo-prompted", "grpo"])
     csd: bool = True  # evaluate the distill_agent arm (false where a profile disables that stage)
-    base: bool = True  # evaluate the base model (false: only trained arms are compared)
+    base: bool = False  # evaluate the base model (false: only trained arms are compared)
     frozen_user: bool = True  # evaluate under the frozen simulator (false: unseen users only)
     comparisons: list[list[str]] = field(default_factory=_default_comparisons)
 
@@ -123,15 +122,15 @@ class AgentEvaluateParams(AgentEvalParams):
         return [*([BASE_AGENT] if self.base else []), "sft", *self.train_agent_arms,
                 *(["csd"] if self.csd else [])]
 
-    def core(self) -> AgentEvalParams:
-        """The :class:`AgentEvalParams` part (what :func:`evaluate_agents` takes)."""
-        names = AgentEvalParams.__dataclass_fields__
-        return AgentEvalParams(**{k: getattr(self, k) for k in names})
+    def core(self) -> EvalRolloutParams:
+        """The :class:`EvalRolloutParams` part (what :func:`evaluate_agents` takes)."""
+        names = EvalRolloutParams.__dataclass_fields__
+        return EvalRolloutParams(**{k: getattr(self, k) for k in names})
 
 
 # ----------------------------------------------------------------------------- run
 def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path], corpus: Path,
-                         out_dir: Path, p: AgentEvaluateParams, mlflow_traces: int = 0
+                         out_dir: Path, p: AgentComparisonParams, mlflow_traces: int = 0
                          ) -> dict[str, Any]:
     """Evaluate ``agents`` under the frozen and the unseen users; write the report.
 

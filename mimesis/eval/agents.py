@@ -37,6 +37,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mimesis.envs.registry import small_agent_env_kwargs
 from mimesis.eval.agent_stats import episode_rows, overall_rows, success_threshold
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
@@ -48,8 +49,11 @@ AgentSource = tuple[Any, Any] | Callable[[], tuple[Any, Any]]
 
 
 @dataclass(frozen=True)
-class AgentEvalParams:
-    """Settings of :func:`evaluate_agents` (one field per params key).
+class EvalRolloutParams:
+    """How every agent is played and scored in an evaluation: the held-out scenarios, the episode
+    budgets, the agent's sampling, the seeds and the bootstrap CI (:func:`evaluate_agents`'s
+    settings; the fields of params.yaml ``evaluate_agents.agents`` that
+    :class:`~mimesis.eval.agent_run.AgentComparisonParams` inherits).
 
     Attributes:
         envs: Registered environments to evaluate on (train and held-out envs alike).
@@ -71,22 +75,22 @@ class AgentEvalParams:
         env_kwargs: Env name → constructor arguments (e.g. a shorter TauGym policy).
     """
 
-    envs: tuple[str, ...] = ("FunctionGym", "TravelGym", "TelepathyGym")
-    n_scenarios: int = 8
+    envs: tuple[str, ...] = ("TravelGym", "PersuadeGym", "TelepathyGym")
+    n_scenarios: int = 2
     seed_offset: int = HELDOUT_SEED_OFFSET
     episodes_per_scenario: int = 1
-    max_turns: int = 8
+    max_turns: int = 3
     max_new_tokens: int = 48
-    max_completion_tokens: int = 1024
+    max_completion_tokens: int = 640
     temperature: float = 0.0
     top_p: float = 1.0
     batch_size: int = 16
-    max_concurrent: int = 32
+    max_concurrent: int = 16
     seed: int = 13
     n_bootstrap: int = 1000
     ci: float = 0.95
     system_prompt: str | None = None
-    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=small_agent_env_kwargs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "envs", tuple(self.envs))
@@ -185,7 +189,7 @@ def check_disjoint(eval_specs: Sequence[ScenarioSpec], train_specs: Sequence[Sce
 
 
 # ----------------------------------------------------------------------------- evaluation
-def _default_sampler(model, tokenizer, p: AgentEvalParams):
+def _default_sampler(model, tokenizer, p: EvalRolloutParams):
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     return TokenSampler(model, tokenizer, SamplingParams(
@@ -206,7 +210,7 @@ def free_memory() -> None:
 
 
 def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, UserSimulator],
-                    params: AgentEvalParams | None = None, *, progress: bool = True,
+                    params: EvalRolloutParams | None = None, *, progress: bool = True,
                     on_episodes: Callable[[str, str, list[Episode]], None] | None = None,
                     make_sampler: Callable[..., Any] | None = None) -> list[dict]:
     """Play the held-out scenarios of ``params.envs`` for every (agent, simulator) pair.
@@ -217,7 +221,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
         simulators: Name → user simulator (the frozen training one, unseen ones); each is
             restarted from ``params.seed`` before each of its runs
             (:func:`~mimesis.users.reseed.reseed_user`: its ``generate_fn`` may be replaced).
-        params: Settings (default :class:`AgentEvalParams`).
+        params: Settings (default :class:`EvalRolloutParams`).
         progress: tqdm bars (one over pairs, one per run over episodes).
         on_episodes: Called with ``(agent, simulator, episodes)`` after each run (e.g. to write
             them); the records are not kept otherwise.
@@ -233,7 +237,7 @@ def evaluate_agents(agents: Mapping[str, AgentSource], simulators: Mapping[str, 
         ValueError: an unknown env, or no agent or simulator.
         TypeError: a simulator whose randomness cannot be restarted.
     """
-    p = params or AgentEvalParams()
+    p = params or EvalRolloutParams()
     if not agents or not simulators:
         raise ValueError("need at least one agent and one simulator")
     from mimesis.rollout.engine import RolloutEngine

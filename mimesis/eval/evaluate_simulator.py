@@ -38,9 +38,8 @@ from pathlib import Path
 
 from mimesis.eval.generate import Generated, simulate_local, simulate_runtime
 from mimesis.eval.protocol import EvalItem, build_items
-from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
+from mimesis.eval.realism_run import RealismParams, counts, print_summary, score, write_outputs
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
-from mimesis.stages.evaluate_user import EvaluateUserParams
 from mimesis.tracking import stage_run
 from mimesis.users.chat import OpenAIUser
 from mimesis.users.spec import UserSamplingParams, UserSpec
@@ -49,7 +48,7 @@ KINDS = ("frozen", "openai", "prompted")
 KEY_HINT = " (--api-key-env names it)"
 
 
-def protocol_spec(spec: UserSpec, params: EvaluateUserParams) -> UserSpec:
+def protocol_spec(spec: UserSpec, params: RealismParams) -> UserSpec:
     """``spec`` sampled by the ``evaluate_user`` protocol (sampling, dtype, seed of
     ``params``).
 
@@ -132,7 +131,7 @@ def endpoint_user(spec: UserSpec) -> OpenAIUser:
     return fn
 
 
-def generate(spec: UserSpec, items: Sequence[EvalItem], params: EvaluateUserParams,
+def generate(spec: UserSpec, items: Sequence[EvalItem], params: RealismParams,
              endpoint: OpenAIUser | None = None) -> list[Generated]:
     """One parsed turn per item from ``spec`` (sampled as :func:`protocol_spec` says; progress
     bar per batch)."""
@@ -148,7 +147,7 @@ def generate(spec: UserSpec, items: Sequence[EvalItem], params: EvaluateUserPara
 
 
 def evaluate_simulator(spec: UserSpec, conversations_path: Path, out_dir: Path,
-                       params: EvaluateUserParams | None = None) -> dict:
+                       params: RealismParams | None = None) -> dict:
     """Score ``spec`` on the conversations of ``conversations_path`` and write the realism
     outputs (``table.md``, ``metrics.json``, ``plots/``, ``generations.jsonl``) to ``out_dir``
     and the MLflow run ``evaluate_simulator``.
@@ -158,7 +157,7 @@ def evaluate_simulator(spec: UserSpec, conversations_path: Path, out_dir: Path,
             its sampling, dtype and seed are replaced by ``params``', :func:`protocol_spec`).
         conversations_path: JSONL (:func:`load_conversations`).
         out_dir: Output folder (created).
-        params: Protocol and statistics settings (default: ``EvaluateUserParams()``).
+        params: Protocol and statistics settings (default: ``RealismParams()``).
 
     Returns:
         The metrics (rows ``spec.name`` and ``real``, ``slices``, ``counts``).
@@ -170,7 +169,7 @@ def evaluate_simulator(spec: UserSpec, conversations_path: Path, out_dir: Path,
             request before any work).
         FrozenSimulatorError: a frozen file's sha256 does not match its meta.json.
     """
-    params = params or EvaluateUserParams()
+    params = params or RealismParams()
     spec = protocol_spec(spec, params)
     started = time.time()
     convs = load_conversations(Path(conversations_path))

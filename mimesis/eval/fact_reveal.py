@@ -64,8 +64,8 @@ class FactRevealParams:
 
     enabled: bool = True  # run the check in the evaluate_agents stage
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs probed
-    n_tasks: int = 8  # training-split tasks per env (one fact each)
-    phrasings: int = 3  # phrasings asked per fact (1-3)
+    n_tasks: int = 4  # training-split tasks per env (one fact each)
+    phrasings: int = 2  # phrasings asked per fact (1-3)
     # "frozen" (the training simulator) and/or unseen-user UserSpec entries (dicts)
     users: list[Any] = field(default_factory=_default_users)
     # frozen simulator sampling: train_agent's (batch_size only sets speed)

@@ -165,7 +165,8 @@ def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem
     """:func:`simulate_runtime` with a local model behind the RL sampler (``TokenSampler``,
     seeded with ``params.seed``): the generation path of train_agent's frozen user.
 
-    ``params``: an ``EvaluateUserParams`` (sampling, budgets, batch size)."""
+    ``params``: a :class:`~mimesis.eval.realism_run.RealismParams` (sampling, budgets, batch
+    size)."""
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     sampler = TokenSampler(model, tokenizer, SamplingParams(

@@ -65,7 +65,8 @@ class TurnRecord:
 
 @dataclass(frozen=True)
 class RealismConfig:
-    """Support thresholds, C2ST and statistics settings (see ``EvaluateUserParams``)."""
+    """Support thresholds, C2ST and statistics settings (of
+    :class:`~mimesis.eval.realism_run.RealismParams`)."""
 
     min_support: int = 5
     c2st_min_support: int = 12

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mimesis.eval.generate import Generated, generation_rows, real_records, simulated_records
 from mimesis.eval.protocol import NEXT, EvalItem
@@ -22,6 +22,61 @@ from mimesis.io import write_json, write_jsonl
 from mimesis.tracking import flatten
 
 
+@dataclass(frozen=True)
+class RealismParams:
+    """How realism is scored against held-out real users: the sample of conversations, the
+    simulator's sampling and prompt budgets, the cap on every scored turn and the statistics'
+    settings. The fields of params.yaml ``evaluate_user`` that the stage's
+    :class:`~mimesis.stages.evaluate_user.EvaluateUserParams` inherits and ``mimesis
+    evaluate-simulator`` (:mod:`mimesis.eval.evaluate_simulator`) reads.
+
+    Raises:
+        ValueError: a count, cap or statistic setting out of range, or an unknown dtype.
+    """
+
+    max_conversations: int = field(default=24, metadata={"help": "test conversations (0 = all)"})
+    next_positions: int = field(default=2, metadata={"help": "next-turn positions per conv"})
+    max_new_tokens: int = field(default=80, metadata={"help": "tokens per generated turn"})
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature (0=greedy)"})
+    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling mass"})
+    batch_size: int = field(default=16, metadata={"help": "prompts per generate call"})
+    max_prompt_tokens: int = field(default=384, metadata={"help": "prompt budget; oldest "
+                                                         "history dropped first"})
+    max_agent_chars: int = field(default=600, metadata={"help": "clip agent replies in history"})
+    max_user_chars: int = field(default=400, metadata={"help": "clip user turns in history"})
+    max_turn_chars: int = field(default=300, metadata={"help": "cap of every scored turn, real "
+                                                       "and simulated alike (0 = none)"})
+    dtype: str = field(default="float32", metadata={"help": "float32 (CPU) | bfloat16 (GPU)"})
+    device_map: str = field(default="", metadata={"help": "'' = CPU; 'auto' on GPU"})
+    min_support: int = field(default=5, metadata={"help": "turns per half for a 2-sample metric"})
+    c2st_min_support: int = field(default=12, metadata={"help": "turns per half for C2ST"})
+    c2st_folds: int = field(default=5, metadata={"help": "grouped CV folds of the C2ST"})
+    c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
+    c2st_permutations: int = field(default=200, metadata={"help": "permutations of the C2ST "
+                                                          "p-value (0 = none)"})
+    c2st_real_splits: int = field(default=10, metadata={"help": "random half splits pooled in "
+                                                       "the real-vs-real C2ST"})
+    n_bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples of the CIs"})
+    goal_distractors: int = field(default=10, metadata={"help": "other goals the true goal is "
+                                                        "ranked among"})
+    embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        positive = ("next_positions", "max_new_tokens", "batch_size", "min_support",
+                    "c2st_min_support", "embed_batch_size", "c2st_real_splits",
+                    "goal_distractors")
+        bad = [k for k in positive if getattr(self, k) < 1]
+        bad += [k for k in ("max_turn_chars", "c2st_permutations", "n_bootstrap")
+                if getattr(self, k) < 0]
+        if bad or self.max_conversations < 0 or self.c2st_folds < 2 or self.c2st_c <= 0:
+            raise ValueError(f"evaluate_user params out of range: {bad or 'conversations/folds/c'}")
+        if not (0 <= self.temperature and 0 < self.top_p <= 1):
+            raise ValueError("temperature must be >= 0 and top_p in (0, 1]")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError("dtype must be float32, bfloat16 or float16")
+
+
 def rule_behaviors(turns, index: int) -> list[str]:
     """Behaviours of ``turns[index]`` by the shared rule labeler (real and simulated alike)."""
     from mimesis.behaviors.rules import detect_rules
@@ -29,15 +84,15 @@ def rule_behaviors(turns, index: int) -> list[str]:
     return detect_rules(turns, index).behaviors
 
 
-def realism_config(params: Any) -> RealismConfig:
-    """The :class:`RealismConfig` of an ``EvaluateUserParams``."""
+def realism_config(params: RealismParams) -> RealismConfig:
+    """The :class:`RealismConfig` of ``params``."""
     return RealismConfig(params.min_support, params.c2st_min_support, params.c2st_folds,
                          params.c2st_c, params.seed, params.c2st_permutations,
                          params.c2st_real_splits, params.n_bootstrap, params.goal_distractors)
 
 
-def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]], params: Any
-          ) -> tuple[dict, dict[str, list[TurnRecord]], list[TurnRecord]]:
+def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
+          params: RealismParams) -> tuple[dict, dict[str, list[TurnRecord]], list[TurnRecord]]:
     """Metrics of every simulator row and the real row (:func:`evaluate_rows`), with real and
     simulated turns cut to ``params.max_turn_chars`` alike.
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from mimesis.envs.registry import small_agent_env_kwargs
 from mimesis.rl.frozen_guard import FrozenGuard
 from mimesis.rl.grpo import HISTORY, make_rollout_func
 from mimesis.rollout.records import RolloutParams
@@ -34,7 +35,7 @@ class DynamicSamplingParams:
     rollout rounds per step; groups still flat after that stay in the batch (advantage 0)."""
 
     enabled: bool = True
-    max_rounds: int = 2  # extra rollout rounds per optimizer step (each replays only flat groups)
+    max_rounds: int = 0  # extra rollout rounds per optimizer step (each replays only flat groups)
 
     def __post_init__(self) -> None:
         if self.max_rounds < 0:
@@ -45,15 +46,16 @@ class DynamicSamplingParams:
 class AgentRLParams:
     """Params shared by ``train_agent`` and ``distill_agent`` (one field per params.yaml key)."""
 
-    envs: list[str] = field(default_factory=lambda: ["FunctionGym", "TravelGym"])  # train envs
-    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # env -> constructor args
+    envs: list[str] = field(default_factory=lambda: ["TravelGym", "PersuadeGym"])  # train envs
+    # env -> constructor args
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=small_agent_env_kwargs)
     dtype: str = "float32"  # agent and simulator weights: float32 on CPU, bfloat16 on GPU
     steps: int = 2  # optimizer steps (one rollout of scenarios_per_step x group_size each)
     scenarios_per_step: int = 2  # scenarios per step, envs taken in turn
-    group_size: int = 4  # G: episodes per scenario (the group of the advantage)
+    group_size: int = 2  # G: episodes per scenario (the group of the advantage)
     max_turns: int = 3  # agent messages per episode (paper: 16)
     max_new_tokens: int = 48  # per agent turn
-    max_completion_tokens: int = 384  # per episode: agent + injected tokens
+    max_completion_tokens: int = 640  # per episode: agent + injected tokens
     temperature: float = 1.0  # agent sampling temperature (also scales the trained log-probs)
     top_p: float = 1.0
     gamma: float = 0.8  # per-turn discount of the episode reward (paper: 0.8)

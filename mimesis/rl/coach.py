@@ -61,7 +61,7 @@ class CoachParams:
     max_history_chars: int = 1500  # tail of the public history shown to the coach
     max_message_chars: int = 400  # clip of each message inside that history
     leak_ngram: int = 4  # word n-gram length of the quote check
-    private: PrivateView = "reasoning"  # reasoning (paper) | reasoning_and_goal (see module doc)
+    private: PrivateView = "reasoning_and_goal"  # | reasoning (the paper); see the module doc
 
     def __post_init__(self) -> None:
         if self.backend not in ("simulator", "openai"):

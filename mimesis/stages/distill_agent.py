@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mimesis.io import sha256_file, write_jsonl
+from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
 from mimesis.rl.coach import CoachParams
 from mimesis.runtime_env import configure_environment
-from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "distill_agent"

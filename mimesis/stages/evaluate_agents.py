@@ -34,7 +34,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.agent_run import AgentEvaluateParams
+from mimesis.eval.agent_run import AgentComparisonParams
 from mimesis.eval.fact_reveal import FactRevealParams
 from mimesis.io import write_json, write_jsonl
 from mimesis.params import build, stage_params
@@ -50,17 +50,17 @@ class EvaluateAgentsParams:
     """Parameters of the ``evaluate_agents`` section of params.yaml (active profile applied).
 
     Attributes:
-        agents: The agent evaluation (:class:`~mimesis.eval.agent_run.AgentEvaluateParams`).
+        agents: The agent evaluation (:class:`~mimesis.eval.agent_run.AgentComparisonParams`).
         fact_reveal: The fact-reveal check (:class:`~mimesis.eval.fact_reveal.FactRevealParams`).
         mlflow_traces: Evaluation episodes logged as MLflow traces, one per agent turn, a
             session per episode (:mod:`mimesis.traces`); spread evenly over the agent × user
             runs when there are more; 0 = none.
     """
 
-    agents: AgentEvaluateParams = field(default_factory=AgentEvaluateParams)
+    agents: AgentComparisonParams = field(default_factory=AgentComparisonParams)
     fact_reveal: FactRevealParams = field(default_factory=FactRevealParams)
     mlflow_traces: int = 120
-    seed: int = 0
+    seed: int = 13
     profile: str = "default"
 
 

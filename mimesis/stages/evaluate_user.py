@@ -36,7 +36,7 @@ from pathlib import Path
 
 from mimesis.eval.generate import VIEW_STYLES, simulate_local
 from mimesis.eval.protocol import build_items
-from mimesis.eval.realism_run import counts, print_summary, score, write_outputs
+from mimesis.eval.realism_run import RealismParams, counts, print_summary, score, write_outputs
 from mimesis.io import read_jsonl, write_json
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
@@ -45,53 +45,14 @@ from mimesis.tracking import stage_run
 
 
 @dataclass(frozen=True)
-class EvaluateUserParams:
-    """Parameters of the ``evaluate_user`` section of params.yaml (active profile applied)."""
+class EvaluateUserParams(RealismParams):
+    """Parameters of the ``evaluate_user`` section of params.yaml (active profile applied): the
+    realism protocol and statistics (:class:`~mimesis.eval.realism_run.RealismParams`), whether
+    to score at all, and the active profile."""
 
     enabled: bool = field(default=True, metadata={"help": "false: score nothing, write a note "
                                                   "(a profile that only trains agents)"})
-    max_conversations: int = field(default=32, metadata={"help": "test conversations (0 = all)"})
-    next_positions: int = field(default=2, metadata={"help": "next-turn positions per conv"})
-    max_new_tokens: int = field(default=80, metadata={"help": "tokens per generated turn"})
-    temperature: float = field(default=0.8, metadata={"help": "sampling temperature (0=greedy)"})
-    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling mass"})
-    batch_size: int = field(default=16, metadata={"help": "prompts per generate call"})
-    max_prompt_tokens: int = field(default=384, metadata={"help": "prompt budget; oldest "
-                                                         "history dropped first"})
-    max_agent_chars: int = field(default=600, metadata={"help": "clip agent replies in history"})
-    max_user_chars: int = field(default=400, metadata={"help": "clip user turns in history"})
-    max_turn_chars: int = field(default=300, metadata={"help": "cap of every scored turn, real "
-                                                       "and simulated alike (0 = none)"})
-    dtype: str = field(default="float32", metadata={"help": "float32 (CPU) | bfloat16 (GPU)"})
-    device_map: str = field(default="", metadata={"help": "'' = CPU; 'auto' on GPU"})
-    min_support: int = field(default=5, metadata={"help": "turns per half for a 2-sample metric"})
-    c2st_min_support: int = field(default=12, metadata={"help": "turns per half for C2ST"})
-    c2st_folds: int = field(default=5, metadata={"help": "grouped CV folds of the C2ST"})
-    c2st_c: float = field(default=1.0, metadata={"help": "inverse L2 strength of the C2ST"})
-    c2st_permutations: int = field(default=200, metadata={"help": "permutations of the C2ST "
-                                                          "p-value (0 = none)"})
-    c2st_real_splits: int = field(default=10, metadata={"help": "random half splits pooled in "
-                                                       "the real-vs-real C2ST"})
-    n_bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples of the CIs"})
-    goal_distractors: int = field(default=10, metadata={"help": "other goals the true goal is "
-                                                        "ranked among"})
-    embed_batch_size: int = field(default=32, metadata={"help": "texts per MiniLM forward"})
-    seed: int = 0
     profile: str = "default"
-
-    def __post_init__(self) -> None:
-        positive = ("next_positions", "max_new_tokens", "batch_size", "min_support",
-                    "c2st_min_support", "embed_batch_size", "c2st_real_splits",
-                    "goal_distractors")
-        bad = [k for k in positive if getattr(self, k) < 1]
-        bad += [k for k in ("max_turn_chars", "c2st_permutations", "n_bootstrap")
-                if getattr(self, k) < 0]
-        if bad or self.max_conversations < 0 or self.c2st_folds < 2 or self.c2st_c <= 0:
-            raise ValueError(f"evaluate_user params out of range: {bad or 'conversations/folds/c'}")
-        if not (0 <= self.temperature and 0 < self.top_p <= 1):
-            raise ValueError("temperature must be >= 0 and top_p in (0, 1]")
-        if self.dtype not in ("float32", "bfloat16", "float16"):
-            raise ValueError("dtype must be float32, bfloat16 or float16")
 
 
 def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path,

@@ -62,15 +62,16 @@ class LabelParams:
     """Parameters of the ``label`` stage (params.yaml ``label:``)."""
 
     # Conversations sampled per split with the seed; 0 = all.
-    max_conversations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPLITS, 0))
+    max_conversations: dict[str, int] = field(
+        default_factory=lambda: {"train": 40, "val": 8, "test": 24})
     max_user_turns: int = 4  # label the first N user turns (+ reply); 0 = all. Cut => ended=False
-    reasoning_splits: list[str] = field(default_factory=lambda: ["train", "val"])
+    reasoning_splits: list[str] = field(default_factory=lambda: list(SPLITS))
     combine: str = "mixed"  # mixed (behaviours union, traits rules|learned per dev) | learned | union | rules | annotator
     trait_min_share: float = 0.5  # terse/typo_rich enter the scenario at this share of turns
     annotator: AnnotatorParams = field(default_factory=AnnotatorParams)
     learned: LearnedParams = field(default_factory=LearnedParams)
     n_bootstrap: int = 1000  # resamples of the labelled turns for the CIs of the figures
-    seed: int = 0
+    seed: int = 13
     profile: str = "default"
 
     def __post_init__(self) -> None:

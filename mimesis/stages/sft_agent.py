@@ -32,10 +32,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mimesis.envs.registry import small_agent_env_kwargs
 from mimesis.io import sha256_file, write_json
+from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
-from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 from mimesis.users.spec import UserSamplingParams
 
@@ -53,18 +54,18 @@ class SftAgentParams:
     base_model: str = "smollm2-135m"  # smollm2-135m | tiny-llama | local HF folder (ChatML)
     dtype: str = "float32"  # agent + simulator weights: float32 on CPU, bfloat16 on GPU
     envs: list[str] = field(default_factory=lambda: list(_TRAIN_ENVS))  # training envs only
-    env_kwargs: dict[str, dict] = field(default_factory=dict)  # env -> constructor args
-    scenarios_per_env: int = 3  # training scenarios per env (seeds from scenario_seed, in turn)
+    env_kwargs: dict[str, dict] = field(default_factory=small_agent_env_kwargs)  # env -> args
+    scenarios_per_env: int = 2  # training scenarios per env (seeds from scenario_seed, in turn)
     episodes_per_scenario: int = 2  # expert episodes per scenario (the user samples differ)
     scenario_seed: int = 200000  # first scenario seed: other tasks than train/distill_agent's
     max_turns: int = 3  # agent messages per episode (the RL episode shape: keep train_agent's)
     max_new_tokens: int = 48  # per agent turn; a longer expert turn is cut and rejected
-    max_completion_tokens: int = 384  # per episode, agent + injected tokens
+    max_completion_tokens: int = 640  # per episode, agent + injected tokens
     max_concurrent: int = 16  # episodes in flight (one simulator call serves them all)
-    min_reward: float | None = None  # keep episodes at >= this; None: the env's success threshold
+    min_reward: float | None = 0.0  # keep episodes at >= this; None: the env's success threshold
     user: UserSamplingParams = field(default_factory=UserSamplingParams)  # frozen simulator
-    epochs: float = 2.0
-    max_steps: int = 14  # cap on optimizer steps (bounds CPU time with many traces); 0 = none
+    epochs: float = 4.0
+    max_steps: int = 8  # cap on optimizer steps (bounds CPU time with many traces); 0 = none
     batch_size: int = 1  # traces per forward (long TauGym traces: memory)
     grad_accum: int = 4
     learning_rate: float = 1.0e-3  # LoRA on few traces and steps

@@ -55,11 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from mimesis.io import sha256_file, write_json
+from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
 from mimesis.rl.difficulty_run import DifficultyParams
 from mimesis.runtime_env import configure_environment
-from mimesis.stages.train_user import LoraParams
 from mimesis.tracking import git_commit, stage_run
 
 STAGE = "train_agent"

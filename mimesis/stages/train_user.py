@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mimesis.io import sha256_file, write_json, write_jsonl
+from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
 from mimesis.tracking import git_commit, stage_run
@@ -36,32 +37,6 @@ _NO_RESUME = ("eval_at_start", "keep_checkpoints")
 
 
 @dataclass(frozen=True)
-class LoraParams:
-    """LoRA adapter settings (peft)."""
-
-    r: int = 16  # adapter rank
-    alpha: int = 32  # scaling numerator (scale = alpha / r)
-    dropout: float = 0.05
-    # attention and MLP projections of Llama/Qwen-style blocks
-    target_modules: list[str] = field(default_factory=lambda: [
-        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
-
-    def __post_init__(self) -> None:
-        if self.r <= 0 or self.alpha <= 0 or not 0 <= self.dropout < 1:
-            raise ValueError(f"bad LoRA settings r={self.r} alpha={self.alpha} "
-                             f"dropout={self.dropout}")
-        if not self.target_modules:
-            raise ValueError("lora.target_modules is empty")
-
-    def peft_config(self):
-        """The peft ``LoraConfig`` of these settings (causal LM); the one place one is built."""
-        from peft import LoraConfig  # lazy: full fine-tuning needs no peft
-
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
-
-
-@dataclass(frozen=True)
 class TrainUserParams:
     """Parameters of ``train_user`` (params.yaml section ``train_user``)."""
 
@@ -69,15 +44,15 @@ class TrainUserParams:
     finetune: str = "lora"  # lora (peft adapter) | full (every weight)
     dtype: str = "float32"  # float32 on CPU (bf16 is 5-8x slower there); bfloat16 on GPU
     loss: str = "plain"  # plain (model's own masked NLL) | trl (fused head + entropy/accuracy logs)
-    max_train_conversations: int = 96  # first N usable of train.jsonl; 0 = all
-    max_val_conversations: int = 16  # first N usable of val.jsonl; 0 = all
+    max_train_conversations: int = 24  # first N usable of train.jsonl; 0 = all
+    max_val_conversations: int = 8  # first N usable of val.jsonl; 0 = all
     max_user_chars: int = 600  # clip each real user turn (chars; 0 = no clip)
     max_agent_chars: int = 400  # clip each agent reply (chars; 0 = no clip)
-    max_length: int = 384  # tokens per training sequence (conversations are fitted to it)
+    max_length: int = 448  # tokens per training sequence (conversations are fitted to it)
     epochs: float = 1.0
     batch_size: int = 4
     grad_accum: int = 1
-    learning_rate: float = 2e-4
+    learning_rate: float = 4e-4
     warmup_ratio: float = 0.0  # fraction of steps with linear warm-up (cosine decay after)
     save_steps: int = 8  # checkpoint every N optimizer steps (resume granularity)
     eval_at_start: bool = True  # eval loss of the untrained base too (baseline for the curve)

@@ -54,8 +54,8 @@ class GroundingParams:
     """params.yaml ``train_user.grounding`` (one field per key)."""
 
     envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs only
-    tasks_per_env: int = 16  # tasks per env; 0 turns grounding off
-    dialogues_per_task: int = 3  # dialogues per task (other wordings, other order)
+    tasks_per_env: int = 6  # tasks per env; 0 turns grounding off
+    dialogues_per_task: int = 2  # dialogues per task (other wordings, other order)
     max_exchanges: int = 4  # agent message + user reply pairs per dialogue (1-6)
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # env -> constructor args
     seed: int = 13  # wording and order choices
