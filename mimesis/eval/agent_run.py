@@ -81,8 +81,8 @@ class AgentComparisonParams(EvalRolloutParams):
         train_agent_arms: Subfolders of ``<train_agent>``, one agent each (same name).
         csd: Evaluate ``<distill_agent>`` as the ``csd`` agent (a profile without that stage's
             arm sets it false).
-        base: Evaluate the base model as the ``base`` agent (a profile that only compares trained
-            arms sets it false: its episodes are the costliest, full-length every time).
+        base: Evaluate the base model as the ``base`` agent (off in the CPU default, on in the
+            smoke, full and gpu profiles: its episodes are the costliest, full-length every time).
         frozen_user: Evaluate under the frozen training simulator (a profile that scores the
             agents under unseen users only sets it false: no simulator is loaded then).
         comparisons: ``[a, b]`` pairs of agent names: paired differences ``a − b``.
