@@ -113,7 +113,7 @@ def session_id(prefix: str, row: Mapping[str, Any], agent: str, user: str) -> st
 def episode_tags(row: Mapping[str, Any], stage: str, agent: str) -> dict[str, str]:
     """Trace tags of an episode (strings): stage, agent, env, scenario, reward, success (when the
     env has a success threshold), termination, turns, step (training rollouts)."""
-    from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS
+    from mimesis.envs.registry import env_class
 
     reward = float(row.get("reward", 0.0))
     env = str(row.get("env", ""))
@@ -122,8 +122,12 @@ def episode_tags(row: Mapping[str, Any], stage: str, agent: str) -> dict[str, st
             "mimesis.termination": str(row.get("termination", "")),
             "mimesis.turns": str(sum(m.get("role") == "assistant"
                                      for m in row.get("messages", [])))}
-    if env in SUCCESS_THRESHOLDS:
-        tags["mimesis.success"] = str(reward >= SUCCESS_THRESHOLDS[env]).lower()
+    try:
+        threshold = getattr(env_class(env), "success_threshold", None)
+    except KeyError:  # an env name the registry does not know: no success tag
+        threshold = None
+    if threshold is not None:
+        tags["mimesis.success"] = str(reward >= threshold).lower()
     if row.get("step") is not None:
         tags["mimesis.step"] = str(row["step"])
     return tags

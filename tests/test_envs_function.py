@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mimesis.envs.function_gym import FunctionGym, FunctionTask, function_reward, load_userrl_tasks
-from mimesis.envs.function_rules import (
+from mimesis.envs.function.gym import FunctionGym, FunctionTask, function_reward, load_userrl_tasks
+from mimesis.envs.function.rules import (
     depends_on_all,
     evaluate_rule,
     format_number,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import mimesis.envs.intention_gym as intention_module
+import mimesis.envs.intention.gym as intention_module
 from mimesis.envs import list_envs
-from mimesis.envs.intention_gym import (
+from mimesis.envs.intention.gym import (
     IMPORTANCE_WEIGHTS,
     UNMATCHED_PENALTY,
     IntentionGym,

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import mimesis.envs.persuade_gym as persuade_module
+import mimesis.envs.persuade.gym as persuade_module
 from mimesis.envs import list_envs
-from mimesis.envs.persuade_gym import (
+from mimesis.envs.persuade.gym import (
     PersuadeGym,
     PersuadeTask,
     load_userrl_tasks,

@@ -153,9 +153,8 @@ def test_empty_action_is_not_sent() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["actions", "registry", "function_rules", "function_gym", "travel_gym", "telepathy_gym",
-     "turtle_gym", "turtle_judge",
-     "persuade_gym", "intention_gym"],
+    ["actions", "registry", "function.rules", "function.gym", "travel.gym", "telepathy.gym",
+     "turtle.gym", "turtle_judge", "persuade.gym", "intention.gym"],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(f"mimesis.envs.{module}"))

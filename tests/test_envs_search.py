@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.envs import registry, search_gym
-from mimesis.envs.search_gym import (
+from mimesis.envs import registry
+from mimesis.envs.search import gym as search_gym
+from mimesis.envs.search.gym import (
     BM25Index,
     SearchDoc,
     SearchGym,

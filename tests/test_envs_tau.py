@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.envs import registry, tau_adapter
-from mimesis.envs.tau_adapter import make_environment
-from mimesis.envs.tau_gym import (
+from mimesis.envs import registry
+from mimesis.envs.tau import adapter as tau_adapter
+from mimesis.envs.tau.adapter import make_environment
+from mimesis.envs.tau.gym import (
     TauGym,
     TauTask,
     load_userrl_tasks,
@@ -18,7 +19,7 @@ from mimesis.envs.tau_gym import (
     tau2_tasks,
     tau_reward,
 )
-from mimesis.envs.tau_tasks import gold_action_error, is_trivial
+from mimesis.envs.tau.tasks import gold_action_error, is_trivial
 
 TASKS = {t.id: t for t in tau2_tasks()}
 # retail-2: return three items and tell the user there are 10 t-shirt options (communicate_info).

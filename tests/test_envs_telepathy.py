@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.envs.telepathy_gym import (
+from mimesis.envs.telepathy.gym import (
     TelepathyGym,
     TelepathyTask,
     guess_matches,

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mimesis.envs.travel_data import INITIALS, PRICE, TravelAspect, TravelTask, make_aspect
-from mimesis.envs.travel_gym import TravelGym, load_userrl_tasks, preference_text, travel_reward
+from mimesis.envs.travel.gym import TravelGym, load_userrl_tasks, preference_text, travel_reward
+from mimesis.envs.travel.tasks import INITIALS, PRICE, TravelAspect, TravelTask, make_aspect
 
 
 def _acceptable(aspect: TravelAspect) -> list[str]:

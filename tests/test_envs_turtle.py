@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import mimesis.envs.turtle_gym as turtle_module
+import mimesis.envs.turtle.gym as turtle_module
 import mimesis.envs.turtle_judge as turtle_judge_module
 from mimesis.envs import list_envs
-from mimesis.envs.turtle_gym import TurtleGym, derive_key_facts, load_userrl_tasks, turtle_reward
+from mimesis.envs.turtle.gym import TurtleGym, derive_key_facts, load_userrl_tasks, turtle_reward
 from mimesis.envs.turtle_judge import (
     KeyFact,
     OpenAIJudge,

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from mimesis.envs import make
-from mimesis.envs.travel_data import ATTRIBUTES, PRICE
-from mimesis.envs.travel_gym import preference_text
+from mimesis.envs.travel.gym import preference_text
+from mimesis.envs.travel.tasks import ATTRIBUTES, PRICE
 from mimesis.eval.elicitation import (
     METRICS,
     cells_from_records,

@@ -11,15 +11,14 @@ import pytest
 from transformers import AutoTokenizer
 
 from mimesis.envs import make
-from mimesis.envs.function_rules import evaluate_rule, format_number
-from mimesis.envs.registry import task_indices
-from mimesis.envs.travel_data import PRICE, kind_label
-from mimesis.envs.travel_gym import preference_text
-from mimesis.eval.agent_stats import success_threshold
+from mimesis.envs.function.rules import evaluate_rule, format_number
+from mimesis.envs.registry import success_threshold, task_indices
+from mimesis.envs.travel.gym import preference_text
+from mimesis.envs.travel.tasks import PRICE, kind_label
 from mimesis.models.base import base_dir
 from mimesis.models.engine.sampling import Sample
 from mimesis.models.engine.tokens import encode, render
-from mimesis.rl.experts import EXPERTS, ExpertPolicy
+from mimesis.rl.experts import ExpertPolicy, experts
 from mimesis.rollout.engine import AgentView, RolloutEngine, ViewTurn, policy_turn_ids
 from mimesis.rollout.records import RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
@@ -78,7 +77,7 @@ def silent_user(task, message: str) -> str:
 
 def play(env, user, seed: int = 0, options: dict | None = None, expert=None):
     """One episode of ``env`` by its expert (views built as the engine builds them)."""
-    expert = expert or EXPERTS[env.name]()
+    expert = expert or experts()[env.name]()
     prompt, _ = env.reset(seed=seed, options=options)
     turns: list[ViewTurn] = []
     said: list[str] = []
@@ -165,7 +164,7 @@ def test_tau_expert_authenticates_confirms_and_changes_the_database(task_id):
     assert writes and all("yes/no" in messages[i - 1] for i in writes)  # confirmed first
 
 
-@pytest.mark.parametrize("env_name", sorted(EXPERTS))
+@pytest.mark.parametrize("env_name", sorted(experts()))
 @pytest.mark.parametrize("max_turns", [1, 2, 3, 6])
 def test_a_user_who_reveals_nothing_does_not_break_an_expert(env_name, max_turns):
     env = make(env_name, max_turns=max_turns)
@@ -195,7 +194,7 @@ def _twin(env_name: str, task):
                                                                          scenario}))
 
 
-@pytest.mark.parametrize("env_name", sorted(EXPERTS))
+@pytest.mark.parametrize("env_name", sorted(experts()))
 def test_expert_actions_depend_only_on_what_the_user_said(env_name):
     env = make(env_name, max_turns=6)
     options = {"index": _training_indices(env_name, 2)[1]} if env.tasks else None

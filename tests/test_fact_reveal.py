@@ -13,12 +13,22 @@ import re
 
 import pytest
 
-from mimesis.eval import fact_probes, fact_reveal
-from mimesis.eval.fact_probes import Fact, check_fact, task_fact, turtle_probes
-from mimesis.eval.fact_reveal import TRAIN_ENVS, FactRevealParams, env_probes, play, summarize
+from mimesis.envs import facts
+from mimesis.envs.facts import Fact, check_fact, task_fact
+from mimesis.envs.registry import env_class, env_names
+from mimesis.envs.travel import probes as travel_probes
+from mimesis.envs.turtle import probes as turtle_probes_module
+from mimesis.envs.turtle.probes import turtle_probes
+from mimesis.eval import fact_reveal
+from mimesis.eval.fact_reveal import FactRevealParams, env_probes, play, summarize
 from mimesis.simulator.runtime import UserSimulator
 
-PARAMS = FactRevealParams(n_tasks=6, phrasings=3, users=[{"name": "agenda", "kind": "agenda"}])
+# the shipped training envs (test helpers register test-only envs, e.g. ParityGym)
+TRAIN_ENVS = [n for n in env_names("train")
+              if env_class(n).__module__.startswith("mimesis.envs.")]
+
+PARAMS = FactRevealParams(envs=TRAIN_ENVS, n_tasks=6, phrasings=3,
+                          users=[{"name": "agenda", "kind": "agenda"}])
 
 
 def _think(text: str) -> str:
@@ -26,7 +36,7 @@ def _think(text: str) -> str:
 
 
 def _function_answer(goal: str, question: str) -> str:
-    from mimesis.envs.function_rules import evaluate_rule, format_number
+    from mimesis.envs.function.rules import evaluate_rule, format_number
 
     rule = re.search(r"f\(a, b, c, d\) = (.+?) \(Python", goal).group(1)
     numbers = [int(n) for n in re.findall(r"\d+", question)][:4]  # the env's working follows
@@ -128,10 +138,11 @@ def test_check_fact_refuses_a_probe_that_contains_its_fact() -> None:
 
 
 def test_parsers_are_narrow() -> None:
-    assert doctest.testmod(fact_probes).failed == 0
+    for module in (facts, travel_probes, turtle_probes_module):
+        assert doctest.testmod(module).failed == 0
     assert doctest.testmod(fact_reveal).failed == 0
-    assert fact_probes.yes_no("No idea, sorry") is None
-    assert fact_probes.stated_values("anything but 2 stops", ("nonstop", "1 stop", "2 stops")) \
+    assert turtle_probes_module.yes_no("No idea, sorry") is None
+    assert travel_probes.stated_values("anything but 2 stops", ("nonstop", "1 stop", "2 stops")) \
         == {"2 stops"}
 
 
@@ -177,7 +188,7 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
                         "max_new_tokens": 8}, {"name": "agenda", "kind": "agenda"}]
     params = EvaluateAgentsParams(
         profile="smoke", agents=AgentComparisonParams(enabled=False),
-        fact_reveal=FactRevealParams(n_tasks=2, phrasings=3, users=users,
+        fact_reveal=FactRevealParams(envs=TRAIN_ENVS, n_tasks=2, phrasings=3, users=users,
                                      user=UserSamplingParams(max_new_tokens=8)))
     out_dir = tmp_path / "evaluate_agents"
     run(tmp_path / "freeze_user", tmp_path / "label", out_dir, params)

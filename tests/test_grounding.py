@@ -8,19 +8,20 @@ import re
 import pytest
 
 from mimesis.envs import make
-from mimesis.envs.function_rules import evaluate_rule, format_number, parse_number
-from mimesis.envs.persuade_gym import parse_stance
-from mimesis.envs.registry import fact_indices, task_indices
-from mimesis.eval.fact_probes import stated_budget, stated_values, tau_facts, turtle_probes, yes_no
+from mimesis.envs.function.rules import evaluate_rule, format_number, parse_number
+from mimesis.envs.persuade.gym import parse_stance
+from mimesis.envs.registry import env_class, env_names, fact_indices, task_indices
+from mimesis.envs.tau.probes import tau_facts
+from mimesis.envs.travel.probes import stated_budget, stated_values
+from mimesis.envs.turtle.probes import turtle_probes, yes_no
 from mimesis.eval.fact_reveal import FactRevealParams, env_probes
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt
-from mimesis.train.grounding import (
-    TRAIN_ENVS,
-    GroundingParams,
-    build_grounding_rows,
-    task_resets,
-)
+from mimesis.train.grounding import GroundingParams, build_grounding_rows, task_resets
+
+# the shipped training envs (test helpers register test-only envs, e.g. ParityGym)
+TRAIN_ENVS = [n for n in env_names("train")
+              if env_class(n).__module__.startswith("mimesis.envs.")]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,8 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def rows(tokenizer):
-    got, rejects, counts = build_grounding_rows(GroundingParams(tasks_per_env=6), tokenizer,
+    got, rejects, counts = build_grounding_rows(GroundingParams(envs=TRAIN_ENVS, tasks_per_env=6),
+                                                tokenizer,
                                                 4096)
     assert rejects == []
     return got, counts

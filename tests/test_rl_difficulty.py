@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from mimesis.envs.telepathy_gym import TelepathyGym
-from mimesis.envs.travel_gym import TravelGym
+from mimesis.envs.telepathy.gym import TelepathyGym
+from mimesis.envs.travel.gym import TravelGym
 from mimesis.rl.difficulty import (
     DifficultyLevel,
     DifficultyRule,

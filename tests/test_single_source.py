@@ -70,7 +70,7 @@ def test_defined_in_one_module(what, found, home) -> None:
 def test_every_userrl_loader_uses_the_one_locator() -> None:
     loaders = {path: node for path, tree in TREES.items() for node in ast.walk(tree)
                if isinstance(node, ast.FunctionDef) and node.name == "load_userrl_tasks"}
-    assert len(loaders) >= 8  # one per env; TravelGym's lives in travel_gym.py
+    assert len(loaders) >= 8  # one per env; TravelGym's lives in travel/gym.py
     for path, node in loaders.items():
         calls = {_called_name(n) for n in ast.walk(node) if isinstance(n, ast.Call)}
         assert "userrl_files" in calls, f"{path}: load_userrl_tasks locates files itself"

@@ -42,7 +42,6 @@ LADDER = DifficultyParams(ladder=[{"env": "ParityGym", "env_kwargs": {"difficult
 def trained(tmp_path_factory):
     """freeze_user folder (tiny) -> train_agent (the difficulty ladder measured, then 2 GRPO
     steps on ParityGym at the chosen level), MLflow in tmp."""
-    from mimesis.eval import agent_stats
     from mimesis.stages.train_agent import run
 
     root = tmp_path_factory.mktemp("agent")
@@ -50,7 +49,6 @@ def trained(tmp_path_factory):
     mp.chdir(root)
     mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     mp.setenv("MIMESIS_EXPERIMENT", "test-agent")
-    mp.setitem(agent_stats.SUCCESS_THRESHOLDS, "ParityGym", 1.0)  # its reward is 0 or 1
     data.build_frozen_tiny(root / "freeze_user" / "simulator")
     run(root / "freeze_user", root / "train_agent", _train_params(difficulty=LADDER))
     yield root

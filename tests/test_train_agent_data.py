@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from mimesis.envs.function_gym import FunctionGym
+from mimesis.envs.function.gym import FunctionGym
 from mimesis.envs.registry import _REGISTRY, register
 from mimesis.io import write_json
 from mimesis.rl.agent_training import AgentRLParams, DynamicSamplingParams

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import string
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -47,6 +48,11 @@ from gymnasium import spaces
 
 from mimesis.envs.actions import parse_action
 from mimesis.schemas import Scenario
+
+if TYPE_CHECKING:
+    import random
+
+    from mimesis.envs.facts import Exchange, Fact
 
 Split = Literal["train", "held_out"]
 ObsSource = Literal["env", "tool", "user"]
@@ -73,8 +79,10 @@ class EnvMessage:
 class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     """Base of the agent environments: a user with private facts, talked to by the agent.
 
-    Subclasses set ``name``, ``split`` and ``source`` and implement the hooks below; tasks are
-    frozen dataclasses with an ``id``. With ``tasks=None`` the env uses :meth:`default_tasks`,
+    Subclasses set ``name``, ``split``, ``source`` and ``success_threshold`` and implement the
+    hooks below; a training env also implements :meth:`probe_fact` and
+    :meth:`grounding_exchanges` (:mod:`mimesis.envs.facts`). Tasks are frozen dataclasses with an
+    ``id``. With ``tasks=None`` the env uses :meth:`default_tasks`,
     and when that is ``None`` too, draws a fresh task per episode from :meth:`generate_task`
     (procedural envs), so ``reset(seed=s)`` always gives the same task for the same ``s``.
 
@@ -89,6 +97,9 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     name: ClassVar[str]
     split: ClassVar[Split]
     source: ClassVar[str]
+    # Reward at or above which an episode counts as a success, read off the env's ``score()``
+    # (docs/environments.md); evaluation, difficulty selection and expert traces all use it.
+    success_threshold: ClassVar[float]
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     def __init__(self, tasks: list[T] | None = None, max_turns: int = 20) -> None:
@@ -155,7 +166,34 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     def score(self) -> float:
         """The episode's reward as it stands (a pure reward function of the episode state)."""
 
+    def probe_fact(self, position: int) -> Fact:
+        """One hidden fact of the current task, asked for directly (the fact-reveal probes;
+        ``position``: the task's place in the probed sample, to vary the fact kind).
+
+        Raises:
+            NotImplementedError: the env has no fact probes (held-out envs).
+        """
+        raise NotImplementedError(f"{self.name} has no fact probes")
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """Scripted (agent message, user's private reasoning, user's reply) exchanges on the
+        current task, as many as the caller takes: the simulator's grounding dialogues.
+
+        Raises:
+            NotImplementedError: the env has no grounding dialogues (held-out envs).
+        """
+        raise NotImplementedError(f"{self.name} has no grounding dialogues")
+
     # ----------------------------------------------------------------- public API
+    @classmethod
+    def provides(cls, hook: Literal["probe_fact", "grounding_exchanges"]) -> bool:
+        """Whether the env implements the optional ``hook`` (overrides the base's).
+
+        >>> UserEnv.provides("probe_fact")
+        False
+        """
+        return getattr(cls, hook) is not getattr(UserEnv, hook)
+
     @classmethod
     def scenario_count(cls) -> int | None:
         """Number of shipped tasks, or ``None`` when tasks are generated procedurally."""

@@ -1,8 +1,14 @@
-"""Registry of agent environments: adding an environment is adding one module.
+"""Registry of agent environments: adding an environment is adding one folder.
 
-A module in ``mimesis/envs/`` that defines a :class:`~mimesis.envs.base.UserEnv` subclass
-decorated with :func:`register` is found automatically: :func:`make` and :func:`list_envs`
-import every module of the package once before they look the name up.
+An environment lives in ``mimesis/envs/<name>/``: a package whose ``__init__.py`` imports the
+:class:`~mimesis.envs.base.UserEnv` subclass decorated with :func:`register` (its ``gym.py``),
+with the env's data files, fact probes and grounding exchanges beside it. It is found
+automatically: :func:`make`, :func:`list_envs` and the other look-ups import every module and
+sub-package of ``mimesis.envs`` once before they look the name up. What the rest of the library
+needs to know about an env is read from its class here — its split (:func:`env_names`), its
+success threshold (:func:`success_threshold`), whether it has fact probes and grounding
+dialogues (:meth:`~mimesis.envs.base.UserEnv.provides`) — never from lists kept elsewhere
+(docs/environments.md, "Adding an environment").
 """
 
 from __future__ import annotations
@@ -113,8 +119,8 @@ def _discover() -> None:
     _discovered = True
 
 
-def make(name: str, **kwargs: Any) -> UserEnv:
-    """Build a registered environment; ``kwargs`` go to its constructor.
+def env_class(name: str) -> type[UserEnv]:
+    """The class registered under ``name``.
 
     Raises:
         KeyError: unknown name (the message lists the known ones).
@@ -122,7 +128,16 @@ def make(name: str, **kwargs: Any) -> UserEnv:
     _discover()
     if name not in _REGISTRY:
         raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
-    return _REGISTRY[name](**kwargs)
+    return _REGISTRY[name]
+
+
+def make(name: str, **kwargs: Any) -> UserEnv:
+    """Build a registered environment; ``kwargs`` go to its constructor.
+
+    Raises:
+        KeyError: unknown name (the message lists the known ones).
+    """
+    return env_class(name)(**kwargs)
 
 
 def env_split(name: str) -> Split:
@@ -131,10 +146,58 @@ def env_split(name: str) -> Split:
     Raises:
         KeyError: unknown name (the message lists the known ones).
     """
+    return env_class(name).split
+
+
+def env_names(split: Split | None = None) -> list[str]:
+    """Names of the registered envs (of ``split``, when given), sorted by name, without loading
+    their tasks: the default env list of every setting that plays "the training envs".
+
+    Examples:
+        >>> "TravelGym" in env_names("train"), "TelepathyGym" in env_names("train")
+        (True, False)
+    """
     _discover()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown environment {name!r}; known: {sorted(_REGISTRY)}")
-    return _REGISTRY[name].split
+    return sorted(n for n, cls in _REGISTRY.items() if split is None or cls.split == split)
+
+
+# Rewards are sums of floats: 0.1 + 0.2 must count as 0.3.
+SUCCESS_EPS = 1e-9
+
+
+def success_threshold(name: str) -> float:
+    """Reward at or above which an episode of env ``name`` counts as a success: the env class's
+    ``success_threshold`` (why each value: docs/environments.md).
+
+    >>> success_threshold("TelepathyGym")
+    0.5
+
+    Raises:
+        ValueError: ``name`` is not registered, or its class declares no threshold (never a
+            silent default).
+    """
+    try:
+        cls = env_class(name)
+    except KeyError:
+        raise ValueError(f"no success threshold for environment {name!r}: not a registered "
+                         f"environment (known: {sorted(_REGISTRY)})") from None
+    threshold = getattr(cls, "success_threshold", None)
+    if threshold is None:
+        raise ValueError(f"no success threshold for environment {name!r}: set the class "
+                         f"attribute success_threshold of {cls.__qualname__} from its reward")
+    return float(threshold)
+
+
+def success_thresholds() -> dict[str, float]:
+    """``{env: success_threshold(env)}`` for every registered env, in :func:`list_envs` order
+    (train first, then by name).
+
+    Raises:
+        ValueError: a registered env without a threshold.
+    """
+    _discover()
+    names = sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].split != "train", n))
+    return {n: success_threshold(n) for n in names}
 
 
 def check_envs(names: Sequence[str], split: Split | None = None,

@@ -1,6 +1,6 @@
 """TurtleGym's judges: what scores an explanation of a story, and the text matching they use.
 
-Split from :mod:`mimesis.envs.turtle_gym` (the env, its reward and its task loaders), which
+Split from :mod:`mimesis.envs.turtle.gym` (the env, its reward and its task loaders), which
 scores every explanation with one of these. Here: the stories' data (:class:`TurtleStory`,
 :class:`KeyFact`), the judge protocol (:class:`TurtleJudge`: ``judge(story, explanation)`` →
 score in [0, 1], plus a ``name``) and the judges:
@@ -12,7 +12,7 @@ score in [0, 1], plus a ``name``) and the judges:
   :func:`parse_judge_score`; failures raise :class:`TurtleJudgeError`.
 
 The text helpers (:func:`stem`, :func:`content_words`) are shared with
-:mod:`mimesis.envs.intention_gym`. This module registers no env.
+:mod:`mimesis.envs.intention.gym`. This module registers no env.
 """
 
 from __future__ import annotations

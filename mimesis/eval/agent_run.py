@@ -161,13 +161,13 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
     """
     import time
 
+    from mimesis.envs.registry import success_thresholds
     from mimesis.eval.agent_pairs import (
         diff_metrics,
         outcome_rows,
         paired_differences,
         unseen_mean_rows,
     )
-    from mimesis.eval.agent_stats import SUCCESS_THRESHOLDS
     from mimesis.eval.agent_tables import (
         agent_plot,
         agent_table_markdown,
@@ -240,7 +240,7 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
               if name in agents}
     write_jsonl(out_dir / "agent_episodes.jsonl", episodes)
     (out_dir / "agents.json").write_text(json.dumps(_no_nan(
-        {"rows": rows, "comparisons": diffs, "success_thresholds": SUCCESS_THRESHOLDS,
+        {"rows": rows, "comparisons": diffs, "success_thresholds": success_thresholds(),
          "trained_against": seen, "users_in_mean": in_mean, "elicitation": elicitation,
          "reward_trends": trends}), indent=1))
     note = detectability_note(diffs, p.purpose)

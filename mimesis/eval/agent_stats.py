@@ -1,26 +1,8 @@
 """Agent evaluation statistics: success per env, bootstrap CIs, and the ``ALL`` row over envs.
 
-Success (:data:`SUCCESS_THRESHOLDS`): an episode succeeds when its reward is at least its env's
-threshold, read off each env's ``score()``:
-
-- FunctionGym 1.0 — the answer is right (the reward is 0 or 1).
-- TravelGym 1.0 — the best option for every aspect (an acceptable but not best option scores 0.5
-  for its aspect; the reward is the mean over aspects).
-- TurtleGym 1.0 — the explanation covers every key fact of the story (the judge's score is the
-  weighted fraction covered; an LLM judge's score below 1 is partial credit).
-- TauGym 1.0 — tau2's verdict: the database matches the gold actions and every required piece
-  of information was told (the reward is 0 or 1).
-- PersuadeGym 0.5 — the user moved at least half of the room the starting stance left in the
-  asked direction (reward = shift / room in [−1, 1]); on the shipped statements (start 2, 3, 5
-  or 6) that is ending on the asked side of neutral, from 7 reaching neutral. 1.0 (the end of
-  the scale) would count only conversions to "strongly agree/disagree".
-- IntentionGym 1.0 — every missing detail clarified and no off-target question (reward =
-  importance-weighted coverage − 0.1 per unmatched question, clipped to [0, 1]).
-- TelepathyGym 0.5 — the guess is right (a right guess scores 1 − 0.5·turns/max_turns ≥ 0.5, a
-  wrong one 0).
-- SearchGym 1.0 — the answer matches an accepted answer (the reward is 0 or 1).
-
-An env without a threshold is an error (:func:`success_threshold`), never a silent default.
+Success: an episode succeeds when its reward is at least its env's threshold, the env class's
+``success_threshold`` (:func:`~mimesis.envs.registry.success_threshold`, why each value:
+docs/environments.md). An env without a threshold is an error, never a silent default.
 
 Uncertainty: per (agent, simulator, env) a seeded percentile bootstrap 95% CI of the mean (episodes
 resampled); the ``ALL`` row (unweighted mean over envs, as the paper reports) uses the normal
@@ -41,35 +23,19 @@ from typing import Any
 
 import numpy as np
 
+from mimesis.envs.registry import SUCCESS_EPS as _EPS
+from mimesis.envs.registry import success_threshold
 from mimesis.rollout.records import Episode
 from mimesis.stats import mean_ci
 
-SUCCESS_THRESHOLDS = {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
-                      "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
-                      "SearchGym": 1.0}
+__all__ = ["ALL_ENVS", "TERMINATIONS", "bootstrap_ci", "episode_rows", "format_compliance",
+           "overall_rows", "success_threshold", "summarize"]
+
 TERMINATIONS = ("answer", "finish", "user_end", "max_turns", "max_tokens")
 ALL_ENVS = "ALL"
-_EPS = 1e-9  # rewards are sums of floats: 0.1 + 0.2 must count as 0.3
 
 
 # ----------------------------------------------------------------------------- aggregation
-def success_threshold(env: str) -> float:
-    """Reward at or above which an episode of ``env`` counts as a success (module docstring).
-
-    >>> success_threshold("TelepathyGym")
-    0.5
-
-    Raises:
-        ValueError: ``env`` has no threshold in :data:`SUCCESS_THRESHOLDS`.
-    """
-    try:
-        return SUCCESS_THRESHOLDS[env]
-    except KeyError:
-        raise ValueError(f"no success threshold for environment {env!r}: define one in "
-                         f"mimesis.eval.agent_stats.SUCCESS_THRESHOLDS from its reward "
-                         f"(known: {sorted(SUCCESS_THRESHOLDS)})") from None
-
-
 def format_compliance(episodes: Sequence[Episode]) -> float:
     """Share of the agent turns of ``episodes`` that reached the env as a tagged action (module
     docstring); NaN without turns.

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from mimesis.eval.agent_stats import ALL_ENVS, SUCCESS_THRESHOLDS, TERMINATIONS, overall_rows
+from mimesis.envs.registry import success_thresholds
+from mimesis.eval.agent_stats import ALL_ENVS, TERMINATIONS, overall_rows
 
 
 # ----------------------------------------------------------------------------- report
@@ -76,7 +77,7 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
             f"[{_f(r['reward_ci_low'])}, {_f(r['reward_ci_high'])}]", _f(r["mean_turns"], 2),
             _f(r.get("format_compliance"), 2),
             "/".join(str(ends.get(t, 0)) for t in TERMINATIONS)]) + " |")
-    thresholds = ", ".join(f"{e} ≥ {t:g}" for e, t in SUCCESS_THRESHOLDS.items())
+    thresholds = ", ".join(f"{e} ≥ {t:g}" for e, t in success_thresholds().items())
     lines += ["", (f"Success: reward {thresholds}. CIs: bootstrap per env, normal approximation "
                    "for ALL. Format: share of agent turns that were a tagged action.")]
     return "\n".join(lines) + "\n"

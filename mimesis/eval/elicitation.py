@@ -12,7 +12,7 @@ the unstated intent by asking clarifying questions before it answers. Per episod
   (the agent prompt shows only the opening request, which names none); those the env marks
   ``Preference.hidden`` are told only when the agent asks about that attribute
   (``asked_only_*``). A preference is elicited when some user reply states it, by the narrow rule
-  of the fact-reveal probes (:func:`mimesis.eval.fact_probes.travel_fact`: the attribute's values
+  of the fact-reveal probes (:func:`mimesis.envs.travel.probes.travel_fact`: the attribute's values
   the reply names, or its first money amount, must accept exactly the options the true preference
   accepts). A bare "yes" to a closed question states nothing under this rule. Other envs: ``None``
   (no rule that reads every hidden fact of their tasks from free text).
@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from mimesis.envs.facts import Judge
+from mimesis.envs.travel.probes import travel_fact
 from mimesis.eval.agent_pairs import MIN_SCENARIOS
-from mimesis.eval.fact_probes import Judge, travel_fact
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
 from mimesis.stats import mean_ci
 

@@ -6,13 +6,13 @@ are never said. For each training environment, tasks of the *training* part are 
 envs: seeds ``scenario_seed + k``; fixed task lists: a seeded sample of
 :func:`~mimesis.envs.registry.fact_indices` ``"probe"``; neither is a task of the simulator's
 grounding dialogues, :mod:`mimesis.train.grounding`), one hidden fact per task is picked and
-asked for directly in several phrasings (:mod:`mimesis.eval.fact_probes`). The user reads each
+asked for directly in several phrasings (:mod:`mimesis.envs.facts`). The user reads each
 probe as it would in a rollout (``env.user_view``). Each probe is the first agent message of an episode, played through the real runtime exactly as the rollout engine
 plays it (``UserSimulator.init_state(info["scenario"])``, then
 ``next_messages([(probe, state), …])``, one batched call per (user, env), the user's sampling
 restarted from ``seed`` before each env; the agent speaks first in the envs, so there is no user
 opening turn: measured, an opening turn first lowered the frozen simulator's rate to 2%). A probe counts as revealed when the env's own parser
-(or the narrowest honest one where it has none; see :mod:`mimesis.eval.fact_probes`) extracts the
+(or the narrowest honest one where it has none; see each env's ``probes.py``) extracts the
 right fact from the reply; a reply the runtime did not send (the user ended) is not a reveal.
 
 Users (params ``users``): ``frozen`` — the training simulator (``<freeze_user>/simulator``,
@@ -42,13 +42,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from mimesis.envs.registry import GROUNDING_SEED
+from mimesis.envs.facts import Fact, task_fact
+from mimesis.envs.registry import GROUNDING_SEED, env_names
 from mimesis.eval.agent_stats import bootstrap_ci
-from mimesis.eval.fact_probes import Fact, task_fact
 from mimesis.schemas import Scenario
 from mimesis.users.spec import UserSamplingParams
 
-TRAIN_ENVS = ("FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym")
 FROZEN = "frozen"
 
 
@@ -63,7 +62,7 @@ class FactRevealParams:
     """params.yaml ``evaluate_agents.fact_reveal`` (one field per key)."""
 
     enabled: bool = True  # run the check in the evaluate_agents stage
-    envs: list[str] = field(default_factory=lambda: list(TRAIN_ENVS))  # training envs probed
+    envs: list[str] = field(default_factory=lambda: env_names("train"))  # training envs probed
     n_tasks: int = 4  # training-split tasks per env (one fact each)
     phrasings: int = 2  # phrasings asked per fact (1-3)
     # "frozen" (the training simulator) and/or unseen-user UserSpec entries (dicts)

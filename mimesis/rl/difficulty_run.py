@@ -109,8 +109,7 @@ def check_ladder(p: DifficultyParams, envs: Sequence[str],
             env without a success threshold; the message names the level.
     """
     from mimesis.envs import make
-    from mimesis.envs.registry import check_envs
-    from mimesis.eval.agent_stats import success_threshold
+    from mimesis.envs.registry import check_envs, success_threshold
 
     names = [e["env"] for e in p.ladder]
     check_envs(names, "train")
@@ -179,7 +178,7 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
     agent sampler seeded ``rl.seed`` and the user restarted from ``rl.seed``
     (:func:`~mimesis.users.reseed.reseed_user`, in place), so the order of the levels changes
     nothing. An episode succeeds when its reward reaches the env's
-    :func:`~mimesis.eval.agent_stats.success_threshold` (as the evaluation counts it).
+    :func:`~mimesis.envs.registry.success_threshold` (as the evaluation counts it).
 
     Args:
         model: The agent (a causal LM in eval mode, on its device).
@@ -202,7 +201,7 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
 
     from tqdm.auto import tqdm
 
-    from mimesis.eval.agent_stats import _EPS, success_threshold
+    from mimesis.envs.registry import SUCCESS_EPS, success_threshold
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.rl.agent_training import rollout_params
     from mimesis.rollout.engine import RolloutEngine
@@ -219,7 +218,7 @@ def measure_levels(model, tokenizer, simulator: UserSimulator, levels: Sequence[
         episodes = engine.run(level_specs(level, p), desc=level.label())
         success: list[list[float]] = [[] for _ in range(p.scenarios)]
         for ep in episodes:
-            success[ep.group_id].append(float(ep.reward >= success_threshold(ep.env) - _EPS))
+            success[ep.group_id].append(float(ep.reward >= success_threshold(ep.env) - SUCCESS_EPS))
         out.append(LevelMeasurement(level, success))
     return out
 

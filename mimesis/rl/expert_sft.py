@@ -2,7 +2,7 @@
 the trace files and counts, and the supervised fine-tuning set and trainer.
 
 Triage (:func:`triage`): an expert episode is kept only when it reaches its env's success
-threshold (:func:`mimesis.eval.agent_stats.success_threshold`, or ``min_reward`` when set) and
+threshold (:func:`mimesis.envs.registry.success_threshold`, or ``min_reward`` when set) and
 ends by a decision of the agent or the user. Every other episode is rejected with one reason,
 checked in this order: ``truncated`` (turn or token budget), ``turn_cut`` (an agent turn hit
 ``max_new_tokens`` and lost its end-of-turn token, so it is not a complete target),
@@ -98,7 +98,7 @@ def reject_reason(e: Episode, eos_id: int, threshold: float) -> str | None:
 
 def triage(episodes: list[Episode], eos_id: int, min_reward: float | None) -> Traces:
     """Split ``episodes`` into kept traces and rejects (module docstring)."""
-    from mimesis.eval.agent_stats import success_threshold
+    from mimesis.envs.registry import success_threshold
 
     out = Traces()
     for e in episodes:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.envs.registry import small_agent_env_kwargs
+from mimesis.envs.registry import env_names, small_agent_env_kwargs
 from mimesis.io import sha256_file, write_json
 from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
@@ -44,7 +44,6 @@ STAGE = "sft_agent"
 # do not change what training computes
 _NO_RESUME = ("keep_checkpoints", "max_concurrent", "mlflow_traces")
 _OUTPUTS = ("model", "meta.json", "train_log.json", "traces.jsonl", "rejects.jsonl")
-_TRAIN_ENVS = ["FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class SftAgentParams:
 
     base_model: str = "smollm2-135m"  # smollm2-135m | tiny-llama | local HF folder (ChatML)
     dtype: str = "float32"  # agent + simulator weights: float32 on CPU, bfloat16 on GPU
-    envs: list[str] = field(default_factory=lambda: list(_TRAIN_ENVS))  # training envs only
+    envs: list[str] = field(default_factory=lambda: env_names("train"))  # training envs only
     env_kwargs: dict[str, dict] = field(default_factory=small_agent_env_kwargs)  # env -> args
     scenarios_per_env: int = 2  # training scenarios per env (seeds from scenario_seed, in turn)
     episodes_per_scenario: int = 2  # expert episodes per scenario (the user samples differ)

@@ -39,7 +39,8 @@ class ExpertPolicy:
     """Text policy that hands each view to the expert of its environment.
 
     Args:
-        experts: The experts to use; default one of each in :data:`mimesis.rl.experts.EXPERTS`.
+        experts: The experts to use; default one of each found by
+            :func:`mimesis.rl.experts.experts`.
 
     Raises:
         KeyError: in :meth:`act`, a view of an environment without an expert.
@@ -47,9 +48,9 @@ class ExpertPolicy:
 
     def __init__(self, experts: Sequence[Expert] | None = None) -> None:
         if experts is None:
-            from mimesis.rl.experts import EXPERTS
+            from mimesis.rl.experts import experts as found
 
-            experts = [cls() for cls in EXPERTS.values()]
+            experts = [cls() for cls in found().values()]
         self.experts = {e.env: e for e in experts}
 
     def act(self, views: Sequence[AgentView]) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mimesis.envs.function_rules import format_number, parse_number
+from mimesis.envs.function.rules import format_number, parse_number
 from mimesis.rl.experts.base import Expert, replies_to_actions, tool_results
 from mimesis.rollout.engine import AgentView
 
@@ -97,7 +97,7 @@ def parse_values(reply: str, points: Sequence[Point]) -> dict[Point, float]:
     ``f(2, 3, 5, 7) = 41`` statements are matched to their point; otherwise, when the reply
     holds exactly one number per asked point (numbers inside ``f(…)`` excluded), they are taken
     in order; a single asked point falls back to the env's own reader
-    (:func:`~mimesis.envs.function_rules.parse_number`).
+    (:func:`~mimesis.envs.function.rules.parse_number`).
 
     >>> parse_values("f(2, 3, 5, 7) = 41 and f(3, 7, 2, 5) = -3", [(2, 3, 5, 7), (3, 7, 2, 5)])
     {(2, 3, 5, 7): 41.0, (3, 7, 2, 5): -3.0}

@@ -4,7 +4,7 @@ Arguments come from a small bank per direction (:data:`ARGUMENTS`: evidence, fai
 middle way, the cost of the status quo …), each answering the user's last point by naming it
 (the longest content word of their reply). Every argument ends by asking for a 1–7 rating,
 because only a stated rating counts; the rating is read with the env's own
-:func:`~mimesis.envs.persuade_gym.parse_stance`. The expert stops with ``[finish]`` once the user
+:func:`~mimesis.envs.persuade.gym.parse_stance`. The expert stops with ``[finish]`` once the user
 is at the far end of the scale or one message is left.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mimesis.envs.persuade_gym import parse_stance
+from mimesis.envs.persuade.gym import parse_stance
 from mimesis.envs.turtle_judge import content_words
 from mimesis.rl.experts.base import Expert, clip_words, replies_to_actions
 from mimesis.rollout.engine import AgentView

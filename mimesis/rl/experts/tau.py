@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from mimesis.envs.tau_adapter import parse_tool_call
+from mimesis.envs.tau.adapter import parse_tool_call
 from mimesis.envs.turtle_judge import word_stems
 from mimesis.rl.experts.base import (
     Expert,

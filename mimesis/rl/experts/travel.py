@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mimesis.envs.travel_data import ATTRIBUTES, INITIALS, kind_label
+from mimesis.envs.travel.tasks import ATTRIBUTES, INITIALS, kind_label
 from mimesis.rl.experts.base import Expert, replies_to_actions, tool_results
 from mimesis.rollout.engine import AgentView
 

@@ -6,7 +6,7 @@ scale (:data:`SCALE`: 1 strongly disagree … 7 strongly agree), with a persona 
 are in the user's private scenario. The agent is told the statement and the direction to move
 the user, argues with ``[action]`` and asks the user where they now stand; it ends the episode
 with ``[finish]`` (``[answer]`` ends it too; its content is not shown to the user). The
-statements are ours (``mimesis/envs/data/persuade_statements.json``: 32 statements);
+statements are ours (``mimesis/envs/persuade/data/persuade_statements.json``: 32 statements);
 :func:`load_userrl_tasks` reads UserRL's ``persuasion_multiturn`` parquet tables.
 
 The env reads the stance the user states in each reply (:func:`parse_stance`); the user's last
@@ -26,12 +26,18 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mimesis.envs.base import StepResult, UserEnv, action_format
 from mimesis.envs.registry import register
 from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterator
+
+    from mimesis.envs.facts import Exchange, Fact
 
 Direction = Literal["agree", "disagree"]
 SCALE: dict[int, str] = {
@@ -166,7 +172,7 @@ def persuade_reward(initial: int, final: int | None, direction: Direction) -> fl
 
 @cache
 def _shipped_tasks() -> tuple[PersuadeTask, ...]:
-    data_path = resources.files("mimesis.envs") / "data" / "persuade_statements.json"
+    data_path = resources.files("mimesis.envs.persuade") / "data" / "persuade_statements.json"
     rows = json.loads(data_path.read_text(encoding="utf-8"))["statements"]
     return tuple(
         PersuadeTask(r["id"], r["statement"], r["initial_stance"], r["direction"], r["persona"],
@@ -186,7 +192,12 @@ class PersuadeGym(UserEnv[PersuadeTask]):
 
     name = "PersuadeGym"
     split = "train"
-    source = "mimesis/envs/data/persuade_statements.json; reads UserRL persuasion_multiturn parquet"
+    # success: the user moved at least half of the room the starting stance left in the asked
+    # direction (reward = shift / room in [-1, 1]); on the shipped statements (start 2, 3, 5 or 6)
+    # that is ending on the asked side of neutral, from 7 reaching neutral. 1.0 (the end of the
+    # scale) would count only conversions to "strongly agree/disagree"
+    success_threshold = 0.5
+    source = "mimesis/envs/persuade/data/persuade_statements.json; reads UserRL persuasion_multiturn parquet"
 
     def __init__(self, tasks: list[PersuadeTask] | None = None, max_turns: int = 12) -> None:
         super().__init__(tasks, max_turns)
@@ -203,6 +214,19 @@ class PersuadeGym(UserEnv[PersuadeTask]):
 
     def start_episode(self) -> None:
         self.stances = []
+
+    def probe_fact(self, position: int) -> Fact:
+        """See :meth:`UserEnv.probe_fact` (:func:`~mimesis.envs.persuade.probes.persuade_fact`)."""
+        from mimesis.envs.persuade.probes import persuade_fact
+
+        return persuade_fact(self, position)
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """See :meth:`UserEnv.grounding_exchanges`
+        (:func:`~mimesis.envs.persuade.grounding.persuade_exchanges`)."""
+        from mimesis.envs.persuade.grounding import persuade_exchanges
+
+        return persuade_exchanges(self, rng)
 
     def agent_prompt(self) -> str:
         goal = "agree more" if self.task.direction == "agree" else "disagree more"

