@@ -77,3 +77,29 @@ def test_check_reports_an_uncovered_import_and_write_fixes_it(tmp_path):
 def test_missing_entry_module_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="mimesis.stages.nope"):
         deps.import_closure(tmp_path, "mimesis.stages.nope")
+
+
+def test_discovery_reaches_subpackages_their_modules_and_data(tmp_path):
+    """An env is a folder (``mimesis/envs/<name>/``): discovering the package must give each
+    sub-package, the modules it imports (even function-locally) and its ``data/`` folder."""
+    files = {
+        "mimesis/__init__.py": "",
+        "mimesis/stages/__init__.py": "",
+        "mimesis/stages/one.py": "def main():\n    from mimesis.plug import registry\n",
+        "mimesis/plug/__init__.py": "",
+        "mimesis/plug/registry.py": "import importlib, pkgutil\n"
+                                    "p = importlib.import_module('mimesis.plug')\n"
+                                    "for m in pkgutil.iter_modules(p.__path__): pass\n",
+        "mimesis/plug/coin/__init__.py": "from mimesis.plug.coin.gym import CoinGym\n",
+        "mimesis/plug/coin/gym.py": "class CoinGym:\n    def probe(self):\n"
+                                    "        from .probes import fact\n",
+        "mimesis/plug/coin/probes.py": "",
+        "mimesis/plug/coin/data/sides.json": "[]",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    needed = deps.needed_files(tmp_path, "mimesis.stages.one")
+    assert {"mimesis/plug/coin/__init__.py", "mimesis/plug/coin/gym.py",
+            "mimesis/plug/coin/probes.py", "mimesis/plug/coin/data/sides.json"} <= needed
+    assert deps.compress(tmp_path, needed)[:2] == ["mimesis/__init__.py", "mimesis/plug"]

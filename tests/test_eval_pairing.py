@@ -158,9 +158,10 @@ def test_every_env_has_a_success_threshold_and_an_unknown_env_is_an_error():
     from mimesis.envs import list_envs
 
     # the values evaluation has always used, now declared by each env class
-    assert success_thresholds() == {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0,
-                                    "TauGym": 1.0, "PersuadeGym": 0.5, "IntentionGym": 1.0,
-                                    "TelepathyGym": 0.5, "SearchGym": 1.0}
+    thresholds = {e: t for e, t in success_thresholds().items() if e in EIGHT}
+    assert thresholds == {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
+                          "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
+                          "SearchGym": 1.0}
     shipped = {s.name for s in list_envs() if s.name in EIGHT}
     assert shipped == set(EIGHT)  # the eight are the registered envs of the package
     assert all(0 < success_threshold(e) <= 1 for e in EIGHT)
