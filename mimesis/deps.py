@@ -5,8 +5,9 @@ A stage must re-run when any module it can import changes, and only then. Hand-k
 at the stage's ``python -m <module>``, it follows every ``import`` / ``from ... import`` in the
 source (top-level and function-local alike, read with :mod:`ast`: nothing is imported, so
 torch-heavy modules cost nothing), literal ``importlib.import_module("...")`` calls, and the
-``pkgutil.iter_modules`` discovery of :mod:`mimesis.envs.registry` (a module that does both
-imports every module of the named package). Package data folders (``<package>/data``) of the
+``pkgutil.iter_modules`` discovery of :mod:`mimesis.envs.registry` and :mod:`mimesis.rl.experts`
+(a module that does both imports every module and sub-package of the named package: an env
+folder ``mimesis/envs/<name>/`` is a sub-package, followed from its ``__init__.py``). Package data folders (``<package>/data``) of the
 packages involved are deps too.
 
 In ``dvc.yaml`` a stage's deps then are: upstream outputs (``data/...``, kept), the computed code

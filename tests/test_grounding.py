@@ -33,9 +33,8 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def rows(tokenizer):
-    got, rejects, counts = build_grounding_rows(GroundingParams(envs=TRAIN_ENVS, tasks_per_env=6),
-                                                tokenizer,
-                                                4096)
+    p = GroundingParams(envs=TRAIN_ENVS, tasks_per_env=6)
+    got, rejects, counts = build_grounding_rows(p, tokenizer, 4096)
     assert rejects == []
     return got, counts
 

@@ -125,7 +125,10 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{frozen / 'mlflow.db'}")
     monkeypatch.setenv("MIMESIS_EXPERIMENT", "test-sft")
-    out = run(frozen / "freeze_user", frozen / "sft_agent", _small())
+    # the five shipped training envs, in params.yaml's order (this module's helper registers
+    # test-only training envs, which the registry's default list would include)
+    envs = ["FunctionGym", "TravelGym", "TurtleGym", "TauGym", "PersuadeGym"]
+    out = run(frozen / "freeze_user", frozen / "sft_agent", _small(envs=envs))
     meta = json.loads((out / "meta.json").read_text())
     assert meta["stage"] == "sft_agent" and meta["finetune"] == "lora"
     assert meta["weights"] == adapter_sha256(out / "model") and meta["weights"]
