@@ -147,8 +147,8 @@ def test_a_hidden_fact_with_meta_talk_is_never_sent_but_either_alone_is() -> Non
 def test_clean_answers_with_their_scenario_are_not_dropped() -> None:
     """False positives of the hidden-fact guard: every answer of every intention task, said
     with its own task as the scenario and nothing told yet (the worst case)."""
-    data = REPO_ROOT / "mimesis" / "envs" / "data"
-    tasks = json.loads((data / "intention_tasks.json").read_text())["tasks"]
+    envs = REPO_ROOT / "mimesis" / "envs"
+    tasks = json.loads((envs / "intention" / "data" / "intention_tasks.json").read_text())["tasks"]
     pairs = [(Scenario(goal=" ".join([t["task"], *(d["answer"] for d in t["missing_details"])]),
                        annotator="test"), text)
              for t in tasks for text in [t["task"], *(d["answer"] for d in t["missing_details"])]]
@@ -166,11 +166,11 @@ def test_folding_never_changes_an_ordinary_message(text: str) -> None:
 
 
 def _repo_user_messages() -> list[str]:
-    data = REPO_ROOT / "mimesis" / "envs" / "data"
-    tasks = json.loads((data / "intention_tasks.json").read_text())["tasks"]
+    envs = REPO_ROOT / "mimesis" / "envs"
+    tasks = json.loads((envs / "intention" / "data" / "intention_tasks.json").read_text())["tasks"]
     texts = [t["task"] for t in tasks] + [d["answer"] for t in tasks for d in t["missing_details"]]
-    texts += [q["question"] for q in json.loads((data / "search_questions.json").read_text())
-              ["questions"]]
+    search = envs / "search" / "data" / "search_questions.json"
+    texts += [q["question"] for q in json.loads(search.read_text())["questions"]]
     return texts + ORDINARY
 
 
