@@ -159,6 +159,7 @@ def test_every_env_has_a_success_threshold_and_an_unknown_env_is_an_error():
 
     # the values evaluation has always used, now declared by each env class
     thresholds = {e: t for e, t in success_thresholds().items() if e in EIGHT}
+    assert list(thresholds) == list(EIGHT)  # the table order the report's success line prints
     assert thresholds == {"FunctionGym": 1.0, "TravelGym": 1.0, "TurtleGym": 1.0, "TauGym": 1.0,
                           "PersuadeGym": 0.5, "IntentionGym": 1.0, "TelepathyGym": 0.5,
                           "SearchGym": 1.0}

@@ -100,6 +100,11 @@ class UserEnv(gym.Env[str, str], ABC, Generic[T]):
     # Reward at or above which an episode counts as a success, read off the env's ``score()``
     # (docs/environments.md); evaluation, difficulty selection and expert traces all use it.
     success_threshold: ClassVar[float]
+    # Place in the registry's env lists (:func:`~mimesis.envs.registry.env_names`), which are
+    # the default ``envs`` of every setting that plays "the training envs": the order decides
+    # which seeds and grounding rows each env gets, so it is fixed here, not alphabetical. The
+    # shipped envs follow the environment table of docs/environments.md; a new env goes last.
+    order: ClassVar[int] = 100
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     def __init__(self, tasks: list[T] | None = None, max_turns: int = 20) -> None:

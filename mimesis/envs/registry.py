@@ -150,15 +150,19 @@ def env_split(name: str) -> Split:
 
 
 def env_names(split: Split | None = None) -> list[str]:
-    """Names of the registered envs (of ``split``, when given), sorted by name, without loading
-    their tasks: the default env list of every setting that plays "the training envs".
+    """Names of the registered envs (of ``split``, when given), without loading their tasks, in
+    their classes' ``order`` (then by name): the default env list of every setting that plays
+    "the training envs".
 
     Examples:
-        >>> "TravelGym" in env_names("train"), "TelepathyGym" in env_names("train")
-        (True, False)
+        >>> env_names("train")[:5]
+        ['FunctionGym', 'TravelGym', 'TurtleGym', 'TauGym', 'PersuadeGym']
+        >>> "TelepathyGym" in env_names("train")
+        False
     """
     _discover()
-    return sorted(n for n, cls in _REGISTRY.items() if split is None or cls.split == split)
+    names = [n for n, cls in _REGISTRY.items() if split is None or cls.split == split]
+    return sorted(names, key=lambda n: (_REGISTRY[n].order, n))
 
 
 # Rewards are sums of floats: 0.1 + 0.2 must count as 0.3.
@@ -189,15 +193,12 @@ def success_threshold(name: str) -> float:
 
 
 def success_thresholds() -> dict[str, float]:
-    """``{env: success_threshold(env)}`` for every registered env, in :func:`list_envs` order
-    (train first, then by name).
+    """``{env: success_threshold(env)}`` for every registered env, in :func:`env_names` order.
 
     Raises:
         ValueError: a registered env without a threshold.
     """
-    _discover()
-    names = sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].split != "train", n))
-    return {n: success_threshold(n) for n in names}
+    return {n: success_threshold(n) for n in env_names()}
 
 
 def check_envs(names: Sequence[str], split: Split | None = None,

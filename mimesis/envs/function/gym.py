@@ -104,6 +104,7 @@ class FunctionGym(UserEnv[FunctionTask]):
     split = "train"
     # success: the answer is right (the reward is 0 or 1)
     success_threshold = 1.0
+    order = 1
     source = "procedural (seeded rules over a,b,c,d); reads UserRL FunctionGym/functions.json"
 
     def __init__(

@@ -188,6 +188,7 @@ class IntentionGym(UserEnv[IntentionTask]):
     # success: every missing detail clarified and no off-target question (reward =
     # importance-weighted coverage - 0.1 per unmatched question, clipped to [0, 1])
     success_threshold = 1.0
+    order = 6
     source = "mimesis/envs/intention/data/intention_tasks.json; reads UserRL all_intentions_*.json"
 
     def __init__(

@@ -197,6 +197,7 @@ class PersuadeGym(UserEnv[PersuadeTask]):
     # that is ending on the asked side of neutral, from 7 reaching neutral. 1.0 (the end of the
     # scale) would count only conversions to "strongly agree/disagree"
     success_threshold = 0.5
+    order = 5
     source = "mimesis/envs/persuade/data/persuade_statements.json; reads UserRL persuasion_multiturn parquet"
 
     def __init__(self, tasks: list[PersuadeTask] | None = None, max_turns: int = 12) -> None:

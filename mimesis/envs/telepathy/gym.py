@@ -143,6 +143,7 @@ class TelepathyGym(UserEnv[TelepathyTask]):
     # success: the guess is right (a right guess scores 1 - 0.5*turns/max_turns >= 0.5, a
     # wrong one 0)
     success_threshold = 0.5
+    order = 7
     source = "mimesis/envs/telepathy/data/telepathy_entities.json; reads UserRL all_entities_refined.json"
 
     def __init__(

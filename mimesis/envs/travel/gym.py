@@ -122,6 +122,7 @@ class TravelGym(UserEnv[TravelTask]):
     # success: the best option for every aspect (an acceptable but not best option scores
     # ACCEPTABLE_CREDIT for its aspect; the reward is the mean over aspects)
     success_threshold = 1.0
+    order = 2
     source = "procedural (seeded trips and options); reads UserRL travel parquet as answer keys"
 
     def __init__(

@@ -148,6 +148,7 @@ class TurtleGym(UserEnv[TurtleStory]):
     # success: the explanation covers every key fact of the story (the judge's score is the
     # weighted fraction covered; an LLM judge's score below 1 is partial credit)
     success_threshold = 1.0
+    order = 3
     source = "mimesis/envs/turtle/data/turtle_stories.json; reads UserRL all_stories_refined.json"
 
     def __init__(
