@@ -110,11 +110,11 @@ def session_id(prefix: str, row: Mapping[str, Any], agent: str, user: str) -> st
     return _ID_UNSAFE.sub("_", "-".join(p for p in parts if p))[:250]
 
 
-def episode_tags(row: Mapping[str, Any], stage: str, agent: str) -> dict[str, str]:
-    """Trace tags of an episode (strings): stage, agent, env, scenario, reward, success (when the
-    env has a success threshold), termination, turns, step (training rollouts)."""
-    from mimesis.envs.registry import env_class
-
+def episode_tags(row: Mapping[str, Any], stage: str, agent: str,
+                 thresholds: Mapping[str, float] | None = None) -> dict[str, str]:
+    """Trace tags of an episode (strings): stage, agent, env, scenario, reward, success (when
+    ``thresholds``, env -> success threshold, has the episode's env), termination, turns, step
+    (training rollouts)."""
     reward = float(row.get("reward", 0.0))
     env = str(row.get("env", ""))
     tags = {"mimesis.stage": stage, "mimesis.agent": agent, "mimesis.env": env,
@@ -122,19 +122,16 @@ def episode_tags(row: Mapping[str, Any], stage: str, agent: str) -> dict[str, st
             "mimesis.termination": str(row.get("termination", "")),
             "mimesis.turns": str(sum(m.get("role") == "assistant"
                                      for m in row.get("messages", [])))}
-    try:
-        threshold = getattr(env_class(env), "success_threshold", None)
-    except KeyError:  # an env name the registry does not know: no success tag
-        threshold = None
-    if threshold is not None:
-        tags["mimesis.success"] = str(reward >= threshold).lower()
+    if thresholds and env in thresholds:
+        tags["mimesis.success"] = str(reward >= thresholds[env]).lower()
     if row.get("step") is not None:
         tags["mimesis.step"] = str(row["step"])
     return tags
 
 
 def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = None,
-                       user: str | None = None) -> int:
+                       user: str | None = None,
+                       thresholds: Mapping[str, float] | None = None) -> int:
     """Log each episode as one MLflow trace per agent turn, in the current experiment (linked to
     the active run, if any).
 
@@ -145,6 +142,9 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
         stage: The stage name (tag ``mimesis.stage``; the session ids start with it).
         agent: The agent's name for every row (else each row's ``agent``).
         user: The user's name for every row (else each row's ``user``).
+        thresholds: Env -> success threshold (the registry's
+            :func:`~mimesis.envs.registry.success_thresholds`), for the ``mimesis.success`` tag;
+            passed in because this leaf module does not import the environments.
 
     Returns:
         The number of traces logged (agent turns).
@@ -158,7 +158,7 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
         for row in map(pick, rows):
             who, by = agent or str(row.get("agent", "agent")), user or str(row.get("user", "user"))
             session = session_id(prefix, row, who, by)
-            tags = episode_tags(row, stage, who)
+            tags = episode_tags(row, stage, who, thresholds)
             for turn, (received, said) in enumerate(turn_exchanges(row.get("messages", []))):
                 _wait_past(last_ms)
                 with mlflow.start_span(name="agent_turn", span_type="CHAT_MODEL") as span:

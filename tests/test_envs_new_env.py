@@ -216,3 +216,21 @@ def test_rollouts_and_scoring_accept_it_with_its_discovered_expert(coin, tok) ->
     assert row["success_threshold"] == 0.5  # the class attribute, not a table elsewhere
     kept = triage(episodes, tok.eos_token_id, None)
     assert kept.thresholds == {coin: 0.5} and len(kept.kept) == 2
+
+
+def test_an_env_registered_from_another_module_is_played_by_name_not_by_default(
+        monkeypatch) -> None:
+    """Defaults take the package's envs only: a test's or a user's own ``@register`` (here a
+    FunctionGym variant) is playable and scored, but never joins a default list unasked."""
+    from mimesis.envs.function.gym import FunctionGym
+    from mimesis.envs.registry import env_names, make, register, success_threshold
+
+    registry._discover()
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+    class LocalGym(FunctionGym):
+        name = "LocalGym"
+
+    register(LocalGym)
+    assert make("LocalGym").split == "train" and success_threshold("LocalGym") == 1.0
+    assert "LocalGym" not in env_names("train") and "LocalGym" not in env_names()

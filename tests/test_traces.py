@@ -16,6 +16,7 @@ import mlflow
 import pytest
 from leak_corpus import FORMATS, SECRETS, UTTERANCES, leaks
 
+from mimesis.envs.registry import success_thresholds
 from mimesis.schemas import Scenario
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.traces import SESSION, USER, log_episode_traces, sample_evenly, turn_exchanges
@@ -97,7 +98,7 @@ def test_a_session_is_one_episode_and_its_user_is_who_played() -> None:
             for i in range(3)]
     rows[1]["user"], rows[2]["agent"] = "agenda", "grpo"
     with mlflow.start_run(run_name="evaluate_agents") as run:
-        log_episode_traces(rows, "evaluate_agents")
+        log_episode_traces(rows, "evaluate_agents", thresholds=success_thresholds())
     traces = traces_of(run)
     sessions = {t.info.trace_metadata[SESSION] for t in traces}
     assert len(sessions) == 3 and all(s.startswith(f"evaluate_agents-{run.info.run_id[:8]}-")

@@ -150,18 +150,20 @@ def env_split(name: str) -> Split:
 
 
 def env_names(split: Split | None = None) -> list[str]:
-    """Names of the registered envs (of ``split``, when given), without loading their tasks, in
-    their classes' ``order`` (then by name): the default env list of every setting that plays
-    "the training envs".
+    """Names of the envs of the ``mimesis.envs`` package (of ``split``, when given), without
+    loading their tasks, in their classes' ``order`` (then by name): the default env list of
+    every setting that plays "the training envs". An env registered from another module (a
+    user's, a test's) is played by name (:func:`make`) but is in no default list.
 
     Examples:
-        >>> env_names("train")[:5]
-        ['FunctionGym', 'TravelGym', 'TurtleGym', 'TauGym', 'PersuadeGym']
+        >>> [n for n in env_names("train") if n in ("TauGym", "TravelGym", "FunctionGym")]
+        ['FunctionGym', 'TravelGym', 'TauGym']
         >>> "TelepathyGym" in env_names("train")
         False
     """
     _discover()
-    names = [n for n, cls in _REGISTRY.items() if split is None or cls.split == split]
+    names = [n for n, cls in _REGISTRY.items() if cls.__module__.startswith(f"{__package__}.")
+             and (split is None or cls.split == split)]
     return sorted(names, key=lambda n: (_REGISTRY[n].order, n))
 
 

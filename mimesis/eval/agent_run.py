@@ -212,7 +212,8 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         episodes.extend(rows)
         # logged as each run ends: MLflow writes them in the background while the next run plays
         started = time.perf_counter()
-        traced["traces"] += log_episode_traces(sample_evenly(rows, per_run), "evaluate_agents")
+        traced["traces"] += log_episode_traces(sample_evenly(rows, per_run), "evaluate_agents",
+                                                thresholds=success_thresholds())
         traced["seconds"] += time.perf_counter() - started
 
     try:

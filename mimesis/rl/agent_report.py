@@ -105,12 +105,14 @@ def write_run(out_dir: Path, trainer, meta: dict[str, Any], stage: str) -> None:
     write_jsonl(out_dir / "episodes.jsonl", rows)
     if mlflow.active_run() is None:
         return
+    from mimesis.envs.registry import success_thresholds
     from mimesis.traces import flush, log_episode_traces, sample_evenly
 
     # distill_agent's meta has no user: its csd arm trains against the frozen simulator
     user = (meta.get("user") or {}).get("kind", "frozen")
     log_episode_traces(sample_evenly(rows, int(meta["params"].get("mlflow_traces", 0))),
-                       stage.split("/")[0], agent=meta.get("arm", stage), user=user)
+                       stage.split("/")[0], agent=meta.get("arm", stage), user=user,
+                       thresholds=success_thresholds())
     flush()
     fig = reward_figure(trainer.history, stage)
     mlflow.log_figure(fig, "rewards.png")

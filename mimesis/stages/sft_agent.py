@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.envs.registry import env_names, small_agent_env_kwargs
+from mimesis.envs.registry import env_names, small_agent_env_kwargs, success_thresholds
 from mimesis.io import sha256_file, write_json
 from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
@@ -121,7 +121,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
         timing = {"rollout_seconds": round(time.perf_counter() - started, 1)}
         log_episode_traces(sample_evenly(traces.kept + [e for e, _ in traces.rejected],
                                          params.mlflow_traces), STAGE, agent="expert",
-                           user="frozen")
+                           user="frozen", thresholds=success_thresholds())
         flush_traces()  # written before training logs its metrics to the same database
         inputs["traces.jsonl"] = sft.write_traces(out_dir, traces)
         counts = sft.report_traces(traces)  # raises when nothing was kept
