@@ -179,7 +179,7 @@ def evaluate_simulator(
     OpenAI-compatible endpoint or a local HF model (the evaluate_user protocol and table)."""
     import dataclasses
 
-    from mimesis.eval.evaluate_simulator import evaluate_simulator as score_simulator
+    from mimesis.eval.realism.evaluate_simulator import evaluate_simulator as score_simulator
     from mimesis.openai_chat import ChatAPIError
     from mimesis.simulator.frozen import FrozenSimulatorError
     from mimesis.users.spec import UserSpec

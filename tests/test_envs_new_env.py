@@ -154,7 +154,7 @@ def _user_model(views):
 
 def test_a_new_env_folder_is_registered_with_its_split_threshold_and_data(coin) -> None:
     from mimesis.envs.registry import env_names, list_envs, make, success_threshold
-    from mimesis.eval.fact_reveal import FactRevealParams
+    from mimesis.eval.agents.fact_reveal import FactRevealParams
     from mimesis.stages.sft_agent import SftAgentParams
     from mimesis.train.grounding import GroundingParams
 
@@ -196,7 +196,7 @@ def test_its_fact_probe_and_grounding_exchanges_are_used(coin, tok) -> None:
 
 
 def test_rollouts_and_scoring_accept_it_with_its_discovered_expert(coin, tok) -> None:
-    from mimesis.eval.agent_stats import episode_rows
+    from mimesis.eval.agents.stats import episode_rows
     from mimesis.rl.expert_sft import triage
     from mimesis.rl.experts import ExpertPolicy, experts
     from mimesis.rollout.engine import RolloutEngine

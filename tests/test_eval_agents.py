@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from mimesis.envs import make
-from mimesis.eval import agent_stats, agent_tables
-from mimesis.eval import agents as ag
-from mimesis.eval.agent_stats import episode_rows
-from mimesis.eval.agent_tables import agent_plot, agent_table_markdown
-from mimesis.eval.agents import (
+from mimesis.eval.agents import evaluate as ag
+from mimesis.eval.agents import stats as agent_stats
+from mimesis.eval.agents import tables as agent_tables
+from mimesis.eval.agents.evaluate import (
     HELDOUT_SEED_OFFSET,
     EvalRolloutParams,
     check_disjoint,
@@ -24,6 +23,8 @@ from mimesis.eval.agents import (
     heldout_specs,
     load_agent,
 )
+from mimesis.eval.agents.stats import episode_rows
+from mimesis.eval.agents.tables import agent_plot, agent_table_markdown
 from mimesis.models.engine.sampling import Sample
 from mimesis.models.engine.tokens import encode
 from mimesis.rollout.records import Episode, ScenarioSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mimesis.eval.c2st import c2st
+from mimesis.eval.realism.c2st import c2st
 
 
 def _conversations(rng, n_convs, turns_per_conv, dim, prefix, shift=0.0, topic_scale=3.0):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from mimesis.eval.agent_arms import check_arms, with_trained_difficulty
-from mimesis.eval.agent_pairs import UNSEEN_MEAN, paired_differences, unseen_mean_rows
-from mimesis.eval.agent_run import AgentComparisonParams
-from mimesis.eval.claim_report import claim_markdown, claim_metrics
+from mimesis.eval.agents.arms import check_arms, with_trained_difficulty
+from mimesis.eval.agents.claim import claim_markdown, claim_metrics
+from mimesis.eval.agents.pairs import UNSEEN_MEAN, paired_differences, unseen_mean_rows
+from mimesis.eval.agents.run import AgentComparisonParams
 
 
 def _row(agent: str, user: str, scenario: int, reward: float, episode: int = 0) -> dict:
@@ -139,7 +139,7 @@ def _diff(mde: float, success_mde: float, worst: float) -> dict:
 
 
 def test_detectability_note_says_when_the_spread_gives_no_mde():
-    from mimesis.eval.agent_tables import detectability_note
+    from mimesis.eval.agents.tables import detectability_note
 
     note = detectability_note([_diff(0.0, 0.0, 1.31)], "smoke")
     assert note.startswith("**Smoke test of the machinery")

@@ -10,7 +10,7 @@ import pytest
 from mimesis.envs import make
 from mimesis.envs.travel.gym import preference_text
 from mimesis.envs.travel.tasks import ATTRIBUTES, PRICE
-from mimesis.eval.elicitation import (
+from mimesis.eval.agents.elicitation import (
     METRICS,
     cells_from_records,
     elicitation_markdown,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mimesis.eval.c2st import c2st_featurizer
-from mimesis.eval.style import STYLE_FEATURES
+from mimesis.eval.realism.c2st import c2st_featurizer
+from mimesis.eval.realism.style import STYLE_FEATURES
 from mimesis.models.embeddings import DIM, EmbeddingModelMissing, model_dir
 
 

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from mimesis.eval.divergence import (
+from mimesis.eval.realism.divergence import (
     behavior_counts,
     behavior_frequencies,
     behavior_js,
     js_divergence,
 )
-from mimesis.eval.style import STYLE_FEATURES, style_distances, style_matrix, turn_style
-from mimesis.eval.userlm import (
+from mimesis.eval.realism.style import STYLE_FEATURES, style_distances, style_matrix, turn_style
+from mimesis.eval.realism.userlm import (
     first_turn_diversity,
     intent_decomposition,
     mean_intent_decomposition,

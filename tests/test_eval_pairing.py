@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from mimesis.envs.registry import success_thresholds
-from mimesis.eval import agent_pairs
-from mimesis.eval.agent_arms import agent_sources, check_arms, trained_specs
-from mimesis.eval.agent_pairs import outcome_rows, paired_bootstrap, paired_differences, verdict
-from mimesis.eval.agent_run import AgentComparisonParams
-from mimesis.eval.agent_stats import episode_rows, success_threshold
-from mimesis.eval.agent_tables import comparison_table_markdown, diff_plot
-from mimesis.eval.agents import EvalRolloutParams, evaluate_agents, load_agent
+from mimesis.eval.agents import pairs as agent_pairs
+from mimesis.eval.agents.arms import agent_sources, check_arms, trained_specs
+from mimesis.eval.agents.evaluate import EvalRolloutParams, evaluate_agents, load_agent
+from mimesis.eval.agents.pairs import outcome_rows, paired_bootstrap, paired_differences, verdict
+from mimesis.eval.agents.run import AgentComparisonParams
+from mimesis.eval.agents.stats import episode_rows, success_threshold
+from mimesis.eval.agents.tables import comparison_table_markdown, diff_plot
 from mimesis.rollout.records import Episode, ScenarioSpec, TurnRecord
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.users.factory import make_user
@@ -337,7 +337,7 @@ def _frozen(root: Path) -> Path:
 
 
 def test_run_agent_evaluation_writes_paired_report(tmp_path):
-    from mimesis.eval.agent_run import run_agent_evaluation
+    from mimesis.eval.agents.run import run_agent_evaluation
     from mimesis.io import write_jsonl
     from mimesis.schemas import Conversation, Turn
 
@@ -398,7 +398,7 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
 
 def test_unseen_users_only_load_no_simulator(tmp_path, monkeypatch):
     import mimesis.users.frozen
-    from mimesis.eval.agent_run import run_agent_evaluation
+    from mimesis.eval.agents.run import run_agent_evaluation
 
     def no_load(*args, **kwargs):
         raise AssertionError("the frozen simulator was loaded")

@@ -7,17 +7,17 @@ import random
 import numpy as np
 import pytest
 
-from mimesis.eval.generate import (
+from mimesis.eval.realism.generate import (
     baseline_messages,
     parse_all,
     real_records,
     simulated_records,
     trained_messages,
 )
-from mimesis.eval.protocol import FIRST, NEXT, build_items, clip_history, fit_history
-from mimesis.eval.realism import RealismConfig, evaluate_rows, row_metrics
-from mimesis.eval.report import markdown_table
-from mimesis.eval.style import style_matrix
+from mimesis.eval.realism.metrics import RealismConfig, evaluate_rows, row_metrics
+from mimesis.eval.realism.protocol import FIRST, NEXT, build_items, clip_history, fit_history
+from mimesis.eval.realism.report import markdown_table
+from mimesis.eval.realism.style import style_matrix
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 
 

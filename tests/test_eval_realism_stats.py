@@ -9,13 +9,18 @@ import random
 import numpy as np
 import pytest
 
-from mimesis.eval.c2st import c2st, permute_groups, pool_c2st
-from mimesis.eval.generate import parse_all, real_records, simulated_records
-from mimesis.eval.goals import goal_candidates, goal_identifiability, is_junk, opening_quality
-from mimesis.eval.protocol import build_items
-from mimesis.eval.realism import RealismConfig, evaluate_rows, realism_index
-from mimesis.eval.report import markdown_table
-from mimesis.eval.style import style_matrix
+from mimesis.eval.realism.c2st import c2st, permute_groups, pool_c2st
+from mimesis.eval.realism.generate import parse_all, real_records, simulated_records
+from mimesis.eval.realism.goals import (
+    goal_candidates,
+    goal_identifiability,
+    is_junk,
+    opening_quality,
+)
+from mimesis.eval.realism.metrics import RealismConfig, evaluate_rows, realism_index
+from mimesis.eval.realism.protocol import build_items
+from mimesis.eval.realism.report import markdown_table
+from mimesis.eval.realism.style import style_matrix
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 from mimesis.simulator.guards import is_assistant_like
 
@@ -186,7 +191,7 @@ def test_goal_identifiability_ranks_the_true_goal():
 
 
 def test_paired_row_comparison_finds_a_real_gap_and_calls_equal_rows_noise():
-    from mimesis.eval.c2st import PER_CONVERSATION, compare_pooled
+    from mimesis.eval.realism.c2st import PER_CONVERSATION, compare_pooled
 
     convs = [f"c{i}" for i in range(40)]
     # row a: the discriminator is right on half its rows (chance: distance 0); row b: always
@@ -202,7 +207,7 @@ def test_paired_row_comparison_finds_a_real_gap_and_calls_equal_rows_noise():
 
 
 def test_real_row_pools_many_splits_and_takes_its_p_from_one():
-    from mimesis.eval.realism import row_metrics
+    from mimesis.eval.realism.metrics import row_metrics
 
     rng = random.Random(0)
     items, _ = build_items([_conv(i, rng) for i in range(32)], 0, 2, seed=0)

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mimesis.cli import app
-from mimesis.eval.evaluate_simulator import evaluate_simulator, load_conversations
-from mimesis.eval.realism_run import RealismParams
+from mimesis.eval.realism.evaluate_simulator import evaluate_simulator, load_conversations
+from mimesis.eval.realism.run import RealismParams
 from mimesis.io import read_jsonl
 from mimesis.users.spec import UserSpec
 from tests.conftest import REPO_ROOT
@@ -183,7 +183,7 @@ def test_cli_scores_a_live_mimesis_serve_on_loopback(tmp_path):
 
 def test_endpoint_timeout_option_reaches_the_client(monkeypatch, tmp_path) -> None:
     """Bug: a CPU server with 8 requests in flight answers after the client's fixed 60 s."""
-    import mimesis.eval.evaluate_simulator as module
+    import mimesis.eval.realism.evaluate_simulator as module
 
     seen = {}
 
@@ -203,7 +203,7 @@ def test_the_reachability_check_is_a_valid_simulator_view_request(monkeypatch):
     (the scenario there) was refused with 400 scenario_required before every evaluation."""
     from test_serve_api import ScriptedUser, live_server
 
-    from mimesis.eval.evaluate_simulator import endpoint_user
+    from mimesis.eval.realism.evaluate_simulator import endpoint_user
 
     monkeypatch.setenv("STUB_KEY", "k")
     script = ScriptedUser()

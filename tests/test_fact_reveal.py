@@ -19,8 +19,8 @@ from mimesis.envs.registry import env_names
 from mimesis.envs.travel import probes as travel_probes
 from mimesis.envs.turtle import probes as turtle_probes_module
 from mimesis.envs.turtle.probes import turtle_probes
-from mimesis.eval import fact_reveal
-from mimesis.eval.fact_reveal import FactRevealParams, env_probes, play, summarize
+from mimesis.eval.agents import fact_reveal
+from mimesis.eval.agents.fact_reveal import FactRevealParams, env_probes, play, summarize
 from mimesis.simulator.runtime import UserSimulator
 
 TRAIN_ENVS = env_names("train")
@@ -159,7 +159,7 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
     import mlflow
     import torch
 
-    from mimesis.eval.agent_run import AgentComparisonParams
+    from mimesis.eval.agents.run import AgentComparisonParams
     from mimesis.io import write_json, write_jsonl
     from mimesis.models.base import load_base
     from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel

@@ -14,7 +14,7 @@ from mimesis.envs.registry import env_names, fact_indices, task_indices
 from mimesis.envs.tau.probes import tau_facts
 from mimesis.envs.travel.probes import stated_budget, stated_values
 from mimesis.envs.turtle.probes import turtle_probes, yes_no
-from mimesis.eval.fact_reveal import FactRevealParams, env_probes
+from mimesis.eval.agents.fact_reveal import FactRevealParams, env_probes
 from mimesis.simulator.parsing import parse_turn
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.train.grounding import GroundingParams, build_grounding_rows, task_resets

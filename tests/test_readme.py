@@ -81,7 +81,7 @@ def test_the_curate_example_is_curated_as_is() -> None:
 
 
 def test_the_evaluate_simulator_example_is_read(tmp_path: Path) -> None:
-    from mimesis.eval.evaluate_simulator import load_conversations
+    from mimesis.eval.realism.evaluate_simulator import load_conversations
 
     (plain,) = [json.loads(b) for b in _blocks("json") if b.lstrip().startswith("{")]
     path = tmp_path / "mine.jsonl"

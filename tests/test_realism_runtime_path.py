@@ -8,9 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from mimesis.eval.generate import Generated, runtime_generated, simulate_local, simulate_runtime
-from mimesis.eval.protocol import build_items
-from mimesis.eval.realism_run import RealismParams, guard_counts
+from mimesis.eval.realism.generate import (
+    Generated,
+    runtime_generated,
+    simulate_local,
+    simulate_runtime,
+)
+from mimesis.eval.realism.protocol import build_items
+from mimesis.eval.realism.run import RealismParams, guard_counts
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 
 

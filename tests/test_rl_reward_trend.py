@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mimesis.eval.reward_trend import (
+from mimesis.eval.agents.reward_trend import (
     episode_rewards,
     history_rewards,
     quarter_steps,
@@ -142,7 +142,7 @@ def test_markdown_has_one_row_per_arm() -> None:
 def test_group_signal_counts_groups_with_reward_variance_per_step() -> None:
     """Bug: groups pooled across steps (same group id at two steps counted once) or a flat
     group counted as signal."""
-    from mimesis.eval.reward_trend import group_signal
+    from mimesis.eval.agents.reward_trend import group_signal
 
     rewards = {1: [0.0, 0.0, 1.0, 1.0], 2: [0.0, 1.0, 0.5, 0.5]}
     groups = {1: ["a", "a", "b", "b"], 2: ["a", "a", "b", "b"]}
@@ -152,7 +152,7 @@ def test_group_signal_counts_groups_with_reward_variance_per_step() -> None:
 
 def test_why_not_rising_gives_the_measured_reasons_and_nothing_when_it_rose() -> None:
     """Bug: a rise explained away, or a flat trend reported without its figures."""
-    from mimesis.eval.reward_trend import why_not_rising
+    from mimesis.eval.agents.reward_trend import why_not_rising
 
     flat = {"verdict": "flat (noise)", "ci_low": -0.2, "ci_high": 0.0, "units": "groups",
             "units_first": 6, "units_last": 6, "mean_first": 0.15}

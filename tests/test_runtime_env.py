@@ -37,7 +37,7 @@ def test_importing_the_library_leaves_os_environ_unchanged():
         "import sklearn\n"  # third-party: it sets KMP_* itself; only our changes count
         "before = dict(os.environ)\n"
         "import mimesis, mimesis.cli, mimesis.params, mimesis.pipeline, mimesis.tracking\n"
-        "import mimesis.deps, mimesis.serve.app, mimesis.eval.realism\n"
+        "import mimesis.deps, mimesis.serve.app, mimesis.eval.realism.metrics\n"
         "after = dict(os.environ)\n"
         "print(json.dumps({'changed': sorted(k for k in before.keys() | after.keys()\n"
         "                                    if before.get(k) != after.get(k)),\n"

@@ -116,7 +116,7 @@ def test_stage_writes_a_moved_adapter_and_traces_that_reconcile(frozen, monkeypa
     import mlflow
     from peft import PeftModel
 
-    from mimesis.eval.agents import load_agent
+    from mimesis.eval.agents.evaluate import load_agent
     from mimesis.models.base import load_base
     from mimesis.models.merge import adapter_sha256
     from mimesis.rl import agent_training as rl

@@ -159,8 +159,8 @@ def test_the_evaluation_logs_its_episodes_as_sessions(tmp_path) -> None:
     agenda user logs a bounded, spread sample of its episodes, none holding their reasoning."""
     from test_eval_pairing import ENVS, _arms, _frozen, _tiny_adapter, _user_sampling
 
-    from mimesis.eval.agent_arms import agent_sources
-    from mimesis.eval.agent_run import AgentComparisonParams, run_agent_evaluation
+    from mimesis.eval.agents.arms import agent_sources
+    from mimesis.eval.agents.run import AgentComparisonParams, run_agent_evaluation
 
     train, distill, sft = _arms(tmp_path / "arms", max_new_tokens=8)
     for folder in (train / "grpo", sft):

@@ -297,7 +297,7 @@ def test_overfitting_check_replays_the_first_scenarios_every_step():
 
 
 def test_agent_evaluation_params_refuse_unknown_environments():
-    from mimesis.eval.agents import EvalRolloutParams
+    from mimesis.eval.agents.evaluate import EvalRolloutParams
 
     assert EvalRolloutParams(envs=["SearchGym", "TauGym"]).envs == ("SearchGym", "TauGym")
     with pytest.raises(ValueError, match="TelepathyGymm"):
@@ -305,8 +305,8 @@ def test_agent_evaluation_params_refuse_unknown_environments():
 
 
 def test_disabled_distill_agent_trains_nothing_and_evaluation_skips_csd(tmp_path):
-    from mimesis.eval.agent_arms import agent_sources
-    from mimesis.eval.agent_run import AgentComparisonParams
+    from mimesis.eval.agents.arms import agent_sources
+    from mimesis.eval.agents.run import AgentComparisonParams
     from mimesis.stages.distill_agent import run
 
     out = tmp_path / "distill_agent"

@@ -44,7 +44,7 @@ def _key(spec) -> tuple:
 
 def _assert_training_only(specs, p: TrainAgentParams) -> None:
     """No spec of the GRPO stream's reach, and none of the evaluation's held-out scenarios."""
-    from mimesis.eval.agents import check_disjoint, heldout_specs
+    from mimesis.eval.agents.evaluate import check_disjoint, heldout_specs
     from mimesis.rollout.scenarios import scenario_specs
 
     stream = scenario_specs(p, 1000)  # far beyond what the run can draw

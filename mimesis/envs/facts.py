@@ -10,7 +10,7 @@ user states them when asked (docs/pitfalls.md #12). An env provides two hooks on
 - :meth:`~mimesis.envs.base.UserEnv.probe_fact` — one fact of the current task, the questions
   that ask for it directly (≥ 3 phrasings per fact kind) and a judge ``reply -> bool`` that
   decides, with the env's own parser where it has one, whether a user reply states it (the
-  fact-reveal check, :mod:`mimesis.eval.fact_reveal`);
+  fact-reveal check, :mod:`mimesis.eval.agents.fact_reveal`);
 - :meth:`~mimesis.envs.base.UserEnv.grounding_exchanges` — scripted (agent message, user's
   private reasoning, user's reply) triples on the current task that teach the user simulator to
   state its scenario's facts (:mod:`mimesis.train.grounding`).

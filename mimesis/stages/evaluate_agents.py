@@ -1,7 +1,7 @@
 """Stage ``evaluate_agents``: the trained agents under the frozen and unseen users, and whether
 each user states its hidden facts when asked.
 
-Agents (:mod:`mimesis.eval.agent_run`, params ``evaluate_agents.agents``): the base, SFT
+Agents (:mod:`mimesis.eval.agents.run`, params ``evaluate_agents.agents``): the base, SFT
 (``sft_agent``), GRPO (``train_agent/<arm>``: ``grpo-prompted``, ``grpo``) and CSD
 (``distill_agent``) agents play the same held-out scenarios of every listed env, with the same
 seeds, under the frozen training simulator (``freeze_user``) and under unseen users (registry of
@@ -10,7 +10,7 @@ simulator is refused there); ``comparisons`` get paired differences with paired 
 The arms are checked before anything loads: a missing arm folder, another base model or another
 per-turn budget than training's is refused.
 
-Fact reveal (:mod:`mimesis.eval.fact_reveal`, params ``evaluate_agents.fact_reveal``): does each
+Fact reveal (:mod:`mimesis.eval.agents.fact_reveal`, params ``evaluate_agents.fact_reveal``): does each
 user state its hidden facts when an agent asks for them directly.
 
 The simulator's realism is the ``evaluate_user`` stage (it needs no agent).
@@ -34,8 +34,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.agent_run import AgentComparisonParams
-from mimesis.eval.fact_reveal import FactRevealParams
+from mimesis.eval.agents.fact_reveal import FactRevealParams
+from mimesis.eval.agents.run import AgentComparisonParams
 from mimesis.io import write_json, write_jsonl
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
@@ -50,8 +50,8 @@ class EvaluateAgentsParams:
     """Parameters of the ``evaluate_agents`` section of params.yaml (active profile applied).
 
     Attributes:
-        agents: The agent evaluation (:class:`~mimesis.eval.agent_run.AgentComparisonParams`).
-        fact_reveal: The fact-reveal check (:class:`~mimesis.eval.fact_reveal.FactRevealParams`).
+        agents: The agent evaluation (:class:`~mimesis.eval.agents.run.AgentComparisonParams`).
+        fact_reveal: The fact-reveal check (:class:`~mimesis.eval.agents.fact_reveal.FactRevealParams`).
         mlflow_traces: Evaluation episodes logged as MLflow traces, one per agent turn, a
             session per episode (:mod:`mimesis.traces`); spread evenly over the agent × user
             runs when there are more; 0 = none.
@@ -80,7 +80,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
     """
     import mlflow
 
-    from mimesis.eval.agent_arms import agent_sources, check_arms, with_trained_difficulty
+    from mimesis.eval.agents.arms import agent_sources, check_arms, with_trained_difficulty
 
     agents = None
     if params.agents.enabled:  # the level train_agent selected, then refuse unfair arms
@@ -95,7 +95,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
     out_dir.mkdir(parents=True, exist_ok=True)
     with stage_run("evaluate_agents", dataclasses.asdict(params)):
         if agents is not None:
-            from mimesis.eval.agent_run import run_agent_evaluation
+            from mimesis.eval.agents.run import run_agent_evaluation
 
             metrics["agents"] = run_agent_evaluation(
                 freeze_user_dir, agents, label_dir / "test.jsonl", out_dir, params.agents,
@@ -107,7 +107,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
             write_jsonl(out_dir / "agent_episodes.jsonl", [])
             (out_dir / "plots").mkdir(exist_ok=True)
         if params.fact_reveal.enabled:
-            from mimesis.eval.fact_reveal import run_fact_reveal
+            from mimesis.eval.agents.fact_reveal import run_fact_reveal
 
             metrics["fact_reveal"] = run_fact_reveal(freeze_user_dir, out_dir, params.fact_reveal)
         else:

@@ -11,8 +11,8 @@ bootstrap CI over conversations, turn-loss rate and realism index, style distanc
 behaviour-frequency JS, goal identifiability, opening quality, reasoning rate, first-turn
 diversity, intent decomposition, termination F1, role adherence; the two-sample ones also per
 behaviour. Real and simulated turns are cut to one character cap (``max_turn_chars``).
-Scoring and outputs are :mod:`mimesis.eval.realism_run`'s, shared with ``mimesis
-evaluate-simulator`` (any simulator: :mod:`mimesis.eval.evaluate_simulator`).
+Scoring and outputs are :mod:`mimesis.eval.realism.run`'s, shared with ``mimesis
+evaluate-simulator`` (any simulator: :mod:`mimesis.eval.realism.evaluate_simulator`).
 
 Needs only ``freeze_user`` and ``label``: the agents and the fact-reveal check are the
 ``evaluate_agents`` stage, so a change to an agent stage does not re-run this one.
@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.generate import VIEW_STYLES, simulate_local
-from mimesis.eval.protocol import build_items
-from mimesis.eval.realism_run import RealismParams, counts, print_summary, score, write_outputs
+from mimesis.eval.realism.generate import VIEW_STYLES, simulate_local
+from mimesis.eval.realism.protocol import build_items
+from mimesis.eval.realism.run import RealismParams, counts, print_summary, score, write_outputs
 from mimesis.io import read_jsonl, write_json
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
@@ -47,7 +47,7 @@ from mimesis.tracking import stage_run
 @dataclass(frozen=True)
 class EvaluateUserParams(RealismParams):
     """Parameters of the ``evaluate_user`` section of params.yaml (active profile applied): the
-    realism protocol and statistics (:class:`~mimesis.eval.realism_run.RealismParams`), whether
+    realism protocol and statistics (:class:`~mimesis.eval.realism.run.RealismParams`), whether
     to score at all, and the active profile."""
 
     enabled: bool = field(default=True, metadata={"help": "false: score nothing, write a note "
@@ -101,7 +101,7 @@ def write_disabled(out_dir: Path, params: EvaluateUserParams) -> Path:
 def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams) -> tuple[dict, dict]:
     """Generations of the trained simulator, then of its base model prompted as a user (loaded
     one at a time to keep memory low), both through the RL user's sampler and runtime
-    (:func:`~mimesis.eval.generate.simulate_local`)."""
+    (:func:`~mimesis.eval.realism.generate.simulate_local`)."""
     from mimesis.models.base import load_base
     from mimesis.simulator.frozen import load_frozen
 

@@ -26,7 +26,7 @@ picks one level, and every arm trains with that level's settings merged into ``e
 
 Writes to ``<out_dir>/<arm>/``: ``model/`` (LoRA adapter + tokenizer), ``meta.json`` (with
 ``reward_trend``: the last quarter of steps' mean training reward minus the first's, with a
-bootstrap CI over groups, :mod:`mimesis.eval.reward_trend`; ``None`` and
+bootstrap CI over groups, :mod:`mimesis.eval.agents.reward_trend`; ``None`` and
 ``reward_trend_reason`` under 2 steps), ``train_log.json`` (TRL log history + per-step
 records), ``episodes.jsonl`` (every trained episode without token lists); ``checkpoints/``
 while training (a re-run with the same params, inputs and base resumes from the last one).
@@ -34,7 +34,7 @@ while training (a re-run with the same params, inputs and base resumes from the 
 or the chosen ``env``, its merged ``env_kwargs`` and the ``selection`` (every level's success
 with its CI, the choice and why), ``difficulty.md`` its table; ``reward_trend.md`` the trend of
 every arm and, for an arm whose reward did not rise, the measured reasons
-(:func:`mimesis.eval.reward_trend.why_not_rising`). MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
+(:func:`mimesis.eval.agents.reward_trend.why_not_rising`). MLflow: the stage run gets ``difficulty.json``, ``difficulty.md``,
 ``difficulty/level_<i>/success`` and ``reward_trend.md``; a child run ``train_agent/<arm>`` per
 arm gets ``reward/<env>``, ``reward``, ``format_compliance``, ``groups/*`` per step, TRL's
 metrics, ``reward_trend/{diff,ci_low,ci_high}``, ``rewards.png``, ``episodes.jsonl`` and
@@ -282,11 +282,11 @@ def _from_main(value: Any) -> Any:
 
 
 def _reward_trend(trainer, seed: int) -> dict[str, Any]:
-    """``reward_trend`` of an arm (:func:`mimesis.eval.reward_trend.reward_trend`, groups
+    """``reward_trend`` of an arm (:func:`mimesis.eval.agents.reward_trend.reward_trend`, groups
     resampled) for its ``meta.json``; ``None`` with ``reward_trend_reason`` when it has no
     trend (fewer than 2 steps). A resumed run lacks the episodes of the steps before its
     checkpoint: it falls back to the restored history's step means (``source``)."""
-    from mimesis.eval.reward_trend import (
+    from mimesis.eval.agents.reward_trend import (
         episode_rewards,
         group_signal,
         history_rewards,
@@ -310,7 +310,7 @@ def _write_trends(out_dir: Path, metas: list[dict[str, Any]]) -> None:
     """``reward_trend.md`` (every arm's trend; arms without one and why), on stdout and MLflow."""
     import mlflow
 
-    from mimesis.eval.reward_trend import trend_markdown, why_not_rising
+    from mimesis.eval.agents.reward_trend import trend_markdown, why_not_rising
 
     trends = {m["arm"]: m["reward_trend"] for m in metas if m.get("reward_trend")}
     lines = [trend_markdown(trends)] if trends else []

@@ -5,7 +5,7 @@ Why: real ShareGPT conversations never show a user *holding* facts (a budget, a 
 puzzle's answer) and giving them on request, and a 135M simulator trained on them alone ignores
 its scenario: measured on the default run, it stated the asked-for fact in 0-17 % of probes per
 training environment, so no agent could succeed against it (the fact-reveal check,
-:mod:`mimesis.eval.fact_reveal`). MIMESIS trains the simulator on conversations whose system
+:mod:`mimesis.eval.agents.fact_reveal`). MIMESIS trains the simulator on conversations whose system
 prompt holds the user's goal; these dialogues add that goal-conditioned behaviour for the
 environments' goal formats, mixed into the real rows (``train_user.grounding``).
 

@@ -24,7 +24,7 @@ one conversation per line (:func:`load_conversations`)::
      "ended": true}
 
 The protocol, the metrics and the outputs are the ``evaluate_user`` stage's (one simulator row
-beside the real-vs-real ceiling): :mod:`mimesis.eval.realism_run`, logged to the MLflow run
+beside the real-vs-real ceiling): :mod:`mimesis.eval.realism.run`, logged to the MLflow run
 ``evaluate_simulator``.
 """
 
@@ -36,9 +36,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mimesis.eval.generate import Generated, simulate_local, simulate_runtime
-from mimesis.eval.protocol import EvalItem, build_items
-from mimesis.eval.realism_run import RealismParams, counts, print_summary, score, write_outputs
+from mimesis.eval.realism.generate import Generated, simulate_local, simulate_runtime
+from mimesis.eval.realism.protocol import EvalItem, build_items
+from mimesis.eval.realism.run import RealismParams, counts, print_summary, score, write_outputs
 from mimesis.schemas import LabeledConversation, Scenario, Turn, TurnLabel
 from mimesis.tracking import stage_run
 from mimesis.users.chat import OpenAIUser

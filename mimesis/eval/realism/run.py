@@ -1,6 +1,6 @@
 """Score generated user turns against real ones and write the realism outputs: shared by the
 ``evaluate_user`` stage (frozen simulator + prompted baseline) and ``mimesis evaluate-simulator``
-(any simulator, :mod:`mimesis.eval.evaluate_simulator`).
+(any simulator, :mod:`mimesis.eval.realism.evaluate_simulator`).
 
 Writes to ``out_dir``: ``metrics.json``, ``table.md``, ``plots/{lengths,behaviors}.png`` and
 ``generations.jsonl`` (every generated turn, reasoning in its own field), all also logged to the
@@ -14,10 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.eval.generate import Generated, generation_rows, real_records, simulated_records
-from mimesis.eval.protocol import NEXT, EvalItem
-from mimesis.eval.realism import RealismConfig, TurnRecord, evaluate_rows
-from mimesis.eval.report import behavior_plot, length_plot, markdown_table
+from mimesis.eval.realism.generate import (
+    Generated,
+    generation_rows,
+    real_records,
+    simulated_records,
+)
+from mimesis.eval.realism.metrics import RealismConfig, TurnRecord, evaluate_rows
+from mimesis.eval.realism.protocol import NEXT, EvalItem
+from mimesis.eval.realism.report import behavior_plot, length_plot, markdown_table
 from mimesis.io import write_json, write_jsonl
 from mimesis.tracking import flatten
 
@@ -28,7 +33,7 @@ class RealismParams:
     simulator's sampling and prompt budgets, the cap on every scored turn and the statistics'
     settings. The fields of params.yaml ``evaluate_user`` that the stage's
     :class:`~mimesis.stages.evaluate_user.EvaluateUserParams` inherits and ``mimesis
-    evaluate-simulator`` (:mod:`mimesis.eval.evaluate_simulator`) reads.
+    evaluate-simulator`` (:mod:`mimesis.eval.realism.evaluate_simulator`) reads.
 
     Raises:
         ValueError: a count, cap or statistic setting out of range, or an unknown dtype.
@@ -99,7 +104,7 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
     Returns:
         ``(metrics, simulated records by row, real records)``.
     """
-    from mimesis.eval.c2st import c2st_featurizer
+    from mimesis.eval.realism.c2st import c2st_featurizer
     from mimesis.models.embeddings import MiniLMEmbedder, cached_embed
     from mimesis.simulator.guards import is_assistant_like
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mimesis.eval.protocol import NEXT, EvalItem, clip_history, fit_turns
-from mimesis.eval.realism import TurnRecord
+from mimesis.eval.realism.metrics import TurnRecord
+from mimesis.eval.realism.protocol import NEXT, EvalItem, clip_history, fit_turns
 from mimesis.schemas import Messages, Scenario, Turn
 from mimesis.simulator.baseline import (
     render_prompted_system_prompt,
@@ -165,7 +165,7 @@ def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem
     """:func:`simulate_runtime` with a local model behind the RL sampler (``TokenSampler``,
     seeded with ``params.seed``): the generation path of train_agent's frozen user.
 
-    ``params``: a :class:`~mimesis.eval.realism_run.RealismParams` (sampling, budgets, batch
+    ``params``: a :class:`~mimesis.eval.realism.run.RealismParams` (sampling, budgets, batch
     size)."""
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 

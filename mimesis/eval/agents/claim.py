@@ -2,9 +2,9 @@
 (elicitation per agent × user, the training-reward trend per arm) and what the run can detect.
 
 Protocol: docs/claim.md (the `claim` profile). Inputs are already computed elsewhere:
-:func:`~mimesis.eval.agent_pairs.paired_differences` rows (with the ``unseen mean`` pseudo-user
-of :func:`~mimesis.eval.agent_pairs.unseen_mean_rows`), :func:`~mimesis.eval.elicitation.
-elicitation_table` rows and :func:`~mimesis.eval.reward_trend.reward_trend` results read from each
+:func:`~mimesis.eval.agents.pairs.paired_differences` rows (with the ``unseen mean`` pseudo-user
+of :func:`~mimesis.eval.agents.pairs.unseen_mean_rows`), :func:`~mimesis.eval.agents.elicitation.
+elicitation_table` rows and :func:`~mimesis.eval.agents.reward_trend.reward_trend` results read from each
 ``train_agent`` arm's ``meta.json``. This module only renders them (Markdown for ``agents.md``,
 and the MLflow text artifact ``claim.md``) and flattens the numbers for ``metrics.json``.
 """
@@ -15,11 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mimesis.eval.agent_pairs import UNSEEN_MEAN
-from mimesis.eval.agent_stats import ALL_ENVS
-from mimesis.eval.elicitation import METRICS as ELICITATION_METRICS
-from mimesis.eval.elicitation import elicitation_markdown
-from mimesis.eval.reward_trend import trend_markdown
+from mimesis.eval.agents.elicitation import METRICS as ELICITATION_METRICS
+from mimesis.eval.agents.elicitation import elicitation_markdown
+from mimesis.eval.agents.pairs import UNSEEN_MEAN
+from mimesis.eval.agents.reward_trend import trend_markdown
+from mimesis.eval.agents.stats import ALL_ENVS
 
 # Section title by evaluate_agents.agents.purpose: only the claim profile's run is the experiment.
 CLAIM_TITLES = {"claim": "The claim: agents under users they never met",
@@ -55,9 +55,9 @@ def claim_markdown(diffs: Sequence[Mapping[str, Any]],
     """Markdown of the claim: comparisons, mechanism, detectability (module docstring).
 
     Args:
-        diffs: :func:`~mimesis.eval.agent_pairs.paired_differences` rows, ``unseen mean``
+        diffs: :func:`~mimesis.eval.agents.pairs.paired_differences` rows, ``unseen mean``
             included.
-        elicitation: :func:`~mimesis.eval.elicitation.elicitation_table` rows (over envs).
+        elicitation: :func:`~mimesis.eval.agents.elicitation.elicitation_table` rows (over envs).
         trends: Arm → its ``reward_trend`` (``None`` when the arm had too few steps).
         users_in_mean: The unseen users the ``unseen mean`` averages.
         training_user: The frozen simulator's user name (its rows are not shown here).

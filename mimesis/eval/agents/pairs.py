@@ -6,7 +6,7 @@ the same held-out scenarios with every user, and each user restarts from the sam
 index within the scenario). For a comparison ``a − b`` under one user:
 
 - per env, the difference of means over the paired episodes, for mean reward and success rate
-  (success: :func:`~mimesis.eval.agent_stats.success_threshold`);
+  (success: :func:`~mimesis.eval.agents.stats.success_threshold`);
 - its 95% CI by a **paired** percentile bootstrap over scenarios: each resample draws scenario
   indices with replacement and takes them for *both* agents (all episodes of a drawn scenario),
   so what is shared by the two arms on a scenario (its difficulty) cancels;
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mimesis.eval.agent_stats import _EPS, ALL_ENVS, success_threshold
+from mimesis.eval.agents.stats import _EPS, ALL_ENVS, success_threshold
 from mimesis.rollout.records import Episode
 
 MIN_SCENARIOS = 2

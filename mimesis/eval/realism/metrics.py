@@ -7,7 +7,7 @@ pooled). The real-vs-real row uses the same estimator: its C2ST pools ``c2st_rea
 random half splits of the real conversations (one comparison each: the two directions of a
 real-vs-real split are the same test), its style and JS compare the protocol's two real halves.
 Every row's Turing distance carries a permutation p-value (labels permuted by conversation) and a
-bootstrap CI over conversations (:func:`mimesis.eval.c2st.pool_c2st`); the real row's p-value is
+bootstrap CI over conversations (:func:`mimesis.eval.realism.c2st.pool_c2st`); the real row's p-value is
 its first split's test, since its splits share turns (:func:`pooled_c2st`).
 
 A simulator that ends or writes nothing where the real user spoke loses that turn: the C2ST sees
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.eval.c2st import PER_CONVERSATION, c2st, compare_pooled, pool_c2st
-from mimesis.eval.divergence import behavior_frequencies, behavior_js
-from mimesis.eval.goals import Embed, goal_candidates, goal_identifiability, opening_quality
-from mimesis.eval.protocol import FIRST, NEXT, EvalItem
-from mimesis.eval.style import style_distances
-from mimesis.eval.userlm import (
+from mimesis.eval.realism.c2st import PER_CONVERSATION, c2st, compare_pooled, pool_c2st
+from mimesis.eval.realism.divergence import behavior_frequencies, behavior_js
+from mimesis.eval.realism.goals import Embed, goal_candidates, goal_identifiability, opening_quality
+from mimesis.eval.realism.protocol import FIRST, NEXT, EvalItem
+from mimesis.eval.realism.style import style_distances
+from mimesis.eval.realism.userlm import (
     first_turn_diversity,
     mean_intent_decomposition,
     role_adherence,
@@ -66,7 +66,7 @@ class TurnRecord:
 @dataclass(frozen=True)
 class RealismConfig:
     """Support thresholds, C2ST and statistics settings (of
-    :class:`~mimesis.eval.realism_run.RealismParams`)."""
+    :class:`~mimesis.eval.realism.run.RealismParams`)."""
 
     min_support: int = 5
     c2st_min_support: int = 12
@@ -144,7 +144,7 @@ def random_splits(real: Sequence[TurnRecord], n_splits: int,
 
 def pooled_c2st(pairs: list[tuple], featurize: Featurize, cfg: RealismConfig,
                 permutations: bool = True, real_row: bool = False) -> dict:
-    """The C2STs of ``pairs`` pooled into one estimate (:func:`mimesis.eval.c2st.pool_c2st`);
+    """The C2STs of ``pairs`` pooled into one estimate (:func:`mimesis.eval.realism.c2st.pool_c2st`);
     with ``permutations`` False (slices) no p-value and no CI.
 
     ``real_row``: ``pairs`` are random half splits of the *same* real turns, so their accuracies
@@ -337,7 +337,7 @@ def _drop_counts(tree):
 
 def row_comparisons(metrics: dict, rows: Sequence[str], cfg: RealismConfig) -> dict:
     """Paired Turing-distance differences of every pair of simulator rows (same positions,
-    :func:`mimesis.eval.c2st.compare_pooled`), keyed ``"a-vs-b"``."""
+    :func:`mimesis.eval.realism.c2st.compare_pooled`), keyed ``"a-vs-b"``."""
     out = {}
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from mimesis.envs.facts import Judge
 from mimesis.envs.travel.probes import travel_fact
-from mimesis.eval.agent_pairs import MIN_SCENARIOS
+from mimesis.eval.agents.pairs import MIN_SCENARIOS
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec, TurnRecord
 from mimesis.stats import mean_ci
 
@@ -154,7 +154,7 @@ def scenario_bootstrap(values: Sequence[float], n_bootstrap: int = 1000, ci: flo
 
     Returns:
         ``(mean, ci_low, ci_high)``; all NaN without values, the bounds NaN with fewer than
-        :data:`~mimesis.eval.agent_pairs.MIN_SCENARIOS` scenarios.
+        :data:`~mimesis.eval.agents.pairs.MIN_SCENARIOS` scenarios.
 
     >>> scenario_bootstrap([0.5, 0.5, 0.5])
     (0.5, 0.5, 0.5)

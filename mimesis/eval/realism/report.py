@@ -16,7 +16,7 @@ matplotlib.use("Agg")  # headless: stages run under dvc/Prefect without a displa
 import matplotlib.pyplot as plt
 
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.eval.style import STYLE_RATES
+from mimesis.eval.realism.style import STYLE_RATES
 
 ROWS = ("trained", "baseline", "real")
 ROW_TITLES = {"trained": "trained simulator", "baseline": "prompted baseline",

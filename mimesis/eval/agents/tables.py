@@ -1,12 +1,12 @@
 """Agent evaluation report: the Markdown tables and the plots of the evaluation rows.
 
-Split from :mod:`mimesis.eval.agents` (held-out scenarios, aggregation, the evaluation run and
-agent loading), whose :func:`~mimesis.eval.agents.evaluate_agents` rows these render:
+Split from :mod:`mimesis.eval.agents.evaluate` (held-out scenarios, aggregation, the evaluation run and
+agent loading), whose :func:`~mimesis.eval.agents.evaluate.evaluate_agents` rows these render:
 :func:`agent_table_markdown` (``agents.md``) and :func:`agent_plot` (``plots/agents.png``); and
-the paired differences of :func:`~mimesis.eval.agent_pairs.paired_differences`:
+the paired differences of :func:`~mimesis.eval.agents.pairs.paired_differences`:
 :func:`comparison_table_markdown` (the second part of ``agents.md``) and :func:`diff_plot`
-(``plots/agent_diffs.png``); all written by :mod:`mimesis.eval.agent_run`. ``ALL`` rows
-(:func:`~mimesis.eval.agents.overall_rows`) are computed when absent.
+(``plots/agent_diffs.png``); all written by :mod:`mimesis.eval.agents.run`. ``ALL`` rows
+(:func:`~mimesis.eval.agents.evaluate.overall_rows`) are computed when absent.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mimesis.envs.registry import success_thresholds
-from mimesis.eval.agent_stats import ALL_ENVS, TERMINATIONS, overall_rows
+from mimesis.eval.agents.stats import ALL_ENVS, TERMINATIONS, overall_rows
 
 
 # ----------------------------------------------------------------------------- report
@@ -38,7 +38,7 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
         training: Name of the training simulator; adds a column "mean over unseen users"
             (unweighted mean of the other users' ``ALL`` rewards).
         trained_against: Agent → the listed users it trained against
-            (:func:`~mimesis.eval.agent_arms.seen_users`): those cells are marked † and left
+            (:func:`~mimesis.eval.agents.arms.seen_users`): those cells are marked † and left
             out of that agent's unseen mean, which is then over fewer users.
     """
     seen = {a: set(users) for a, users in (trained_against or {}).items()}
@@ -92,7 +92,7 @@ def detectability_note(diffs: Sequence[Mapping[str, Any]], purpose: str = "smoke
     """One paragraph: what the comparisons of this run can detect (n, MDE at 80% power).
 
     Args:
-        diffs: :func:`~mimesis.eval.agent_pairs.paired_differences` rows (their ``ALL`` rows).
+        diffs: :func:`~mimesis.eval.agents.pairs.paired_differences` rows (their ``ALL`` rows).
         purpose: ``smoke`` says the comparisons are a smoke test of the machinery; ``claim``
             states the same figures as the experiment's.
 
@@ -133,7 +133,7 @@ def _mde_range(rows: Sequence[Mapping[str, Any]], key: str) -> str:
 
 
 def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown: the paired differences (:func:`~mimesis.eval.agent_pairs.paired_differences`
+    """Markdown: the paired differences (:func:`~mimesis.eval.agents.pairs.paired_differences`
     rows), over envs first (``ALL``), then per env."""
     head = ["a − b", "user", "env", "n", "Δ mean reward", "95% CI", "verdict", "MDE",
             "Δ success", "95% CI", "verdict"]

@@ -2,7 +2,7 @@
 seen and unseen users.
 
 Agents (docs/metrics.md, agent side; built from the stage's folders by
-:func:`~mimesis.eval.agent_arms.agent_sources`):
+:func:`~mimesis.eval.agents.arms.agent_sources`):
 
 - ``base`` — the base model the arms started from (``<sft_agent>/meta.json`` ``base_model``);
 - ``sft`` — the SFT warm-up agent, ``<sft_agent>/model``;
@@ -11,25 +11,25 @@ Agents (docs/metrics.md, agent side; built from the stage's folders by
   the frozen simulator);
 - ``csd`` — ``<distill_agent>/model``.
 
-Before anything loads (:func:`~mimesis.eval.agent_arms.check_arms`): every arm folder must hold ``meta.json`` and
+Before anything loads (:func:`~mimesis.eval.agents.arms.check_arms`): every arm folder must hold ``meta.json`` and
 ``model/`` (a missing one is named), every arm must share the base model, every arm must have
 trained with the evaluation's per-turn budget (``max_new_tokens``; an agent cut at fewer tokens
 than it learned to use would be scored on a task it never had), and no held-out scenario may be
-one an arm trained on (:func:`~mimesis.eval.agent_arms.trained_specs`). Each adapter's sha256 is checked against its
+one an arm trained on (:func:`~mimesis.eval.agents.arms.trained_specs`). Each adapter's sha256 is checked against its
 ``meta.json`` when it loads. Users: ``frozen`` — the training simulator
 (``<freeze_user>/simulator``, hash-verified) — and every entry of ``unseen_users``
 (:mod:`mimesis.users.unseen`; the training simulator is refused there).
 
 Pairing: every (agent, user) run plays the same held-out scenarios
-(:func:`mimesis.eval.agents.heldout_specs`) with a fresh agent sampler and the user restarted
+(:func:`mimesis.eval.agents.evaluate.heldout_specs`) with a fresh agent sampler and the user restarted
 from the same seed (:mod:`mimesis.users.reseed`, caveat there); ``comparisons`` are reported as
-paired differences with paired bootstrap CIs (:mod:`mimesis.eval.agent_pairs`).
+paired differences with paired bootstrap CIs (:mod:`mimesis.eval.agents.pairs`).
 
 Besides each user, every comparison is also made under the ``unseen mean``: per scenario, the
 mean over the unseen users that no evaluated agent trained against
-(:func:`~mimesis.eval.agent_pairs.unseen_mean_rows`). The mechanism — elicitation per agent ×
-user (:mod:`mimesis.eval.elicitation`) and each RL arm's training-reward trend (its
-``meta.json`` ``reward_trend``) — is reported with them (:mod:`mimesis.eval.claim_report`).
+(:func:`~mimesis.eval.agents.pairs.unseen_mean_rows`). The mechanism — elicitation per agent ×
+user (:mod:`mimesis.eval.agents.elicitation`) and each RL arm's training-reward trend (its
+``meta.json`` ``reward_trend``) — is reported with them (:mod:`mimesis.eval.agents.claim`).
 
 Writes ``agents.md`` (per-agent table, the paired differences, the claim section: first when
 ``purpose`` is ``claim``), ``agents.json`` (``{"rows", "comparisons", "success_thresholds",
@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mimesis.eval.agent_arms import BASE_AGENT, check_arms, read_meta, seen_users
-from mimesis.eval.agents import EvalRolloutParams
+from mimesis.eval.agents.arms import BASE_AGENT, check_arms, read_meta, seen_users
+from mimesis.eval.agents.evaluate import EvalRolloutParams
 from mimesis.users.spec import UserSamplingParams
 
 TRAINING_USER = "frozen"
@@ -70,7 +70,7 @@ PURPOSES = ("smoke", "claim")
 class AgentComparisonParams(EvalRolloutParams):
     """params.yaml ``evaluate_agents.agents``: which agents are compared, under which users, and
     which paired differences are reported; how each is played and scored is the inherited
-    :class:`~mimesis.eval.agents.EvalRolloutParams`.
+    :class:`~mimesis.eval.agents.evaluate.EvalRolloutParams`.
 
     Attributes:
         enabled: Run the agent half at all.
@@ -136,7 +136,7 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
 
     Args:
         freeze_user_dir: The ``freeze_user`` output (``simulator/`` + its ``meta.json``).
-        agents: Agent name → source, in evaluation order (:func:`~mimesis.eval.agent_arms.agent_sources`): ``base`` → a
+        agents: Agent name → source, in evaluation order (:func:`~mimesis.eval.agents.arms.agent_sources`): ``base`` → a
             base model name, every other name → an agent stage folder (``model/`` +
             ``meta.json``).
         corpus: Held-out conversations of the ``replay`` user (``<label>/test.jsonl``).
@@ -149,35 +149,35 @@ def run_agent_evaluation(freeze_user_dir: Path, agents: Mapping[str, str | Path]
         ``{"by_agent": {agent: {user: {env: {success_rate, mean_reward, n, format_compliance,
         mean_turns}}}}, "diff": {"<a>-<b>": {user: {env: {...}}}}, "mechanism": {...},
         "mlflow_traces": traces logged, "tracing_seconds": s spent logging and flushing them,
-        "seconds": s}`` (:func:`~mimesis.eval.agent_pairs.diff_metrics`, its users plus the
+        "seconds": s}`` (:func:`~mimesis.eval.agents.pairs.diff_metrics`, its users plus the
         ``unseen mean`` of the users no agent trained against;
-        :func:`~mimesis.eval.claim_report.claim_metrics`; NaN as ``None``); the full rows go
+        :func:`~mimesis.eval.agents.claim.claim_metrics`; NaN as ``None``); the full rows go
         to ``agents.json``.
 
     Raises:
         FrozenSimulatorError: the frozen simulator's files differ from its meta.json.
         StaleTrainingError: an agent adapter differs from its meta.json.
-        ValueError: see :func:`~mimesis.eval.agent_arms.check_arms`; an unseen user is the training simulator.
+        ValueError: see :func:`~mimesis.eval.agents.arms.check_arms`; an unseen user is the training simulator.
     """
     import time
 
     from mimesis.envs.registry import success_thresholds
-    from mimesis.eval.agent_pairs import (
+    from mimesis.eval.agents.claim import CLAIM_TITLES, claim_markdown, claim_metrics
+    from mimesis.eval.agents.elicitation import cells_from_records, elicitation_table
+    from mimesis.eval.agents.evaluate import evaluate_agents, load_agent
+    from mimesis.eval.agents.pairs import (
         diff_metrics,
         outcome_rows,
         paired_differences,
         unseen_mean_rows,
     )
-    from mimesis.eval.agent_tables import (
+    from mimesis.eval.agents.tables import (
         agent_plot,
         agent_table_markdown,
         comparison_table_markdown,
         detectability_note,
         diff_plot,
     )
-    from mimesis.eval.agents import evaluate_agents, load_agent
-    from mimesis.eval.claim_report import CLAIM_TITLES, claim_markdown, claim_metrics
-    from mimesis.eval.elicitation import cells_from_records, elicitation_table
     from mimesis.io import write_jsonl
     from mimesis.traces import flush as flush_traces
     from mimesis.traces import log_episode_traces, sample_evenly

@@ -23,7 +23,7 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from mimesis.eval.style import style_matrix
+from mimesis.eval.realism.style import style_matrix
 
 if TYPE_CHECKING:  # torch is loaded only by whoever builds the embedder
     from mimesis.models.embeddings import MiniLMEmbedder
@@ -275,10 +275,10 @@ def c2st_featurizer(embedder: MiniLMEmbedder,
                     embed: Callable[[list[str]], np.ndarray] | None = None
                     ) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, 384 + 7)`` features for the C2ST discriminator: sentence embedding ⊕ style
-    features (``mimesis.eval.style.STYLE_FEATURES``), as docs/metrics.md specifies. Embeddings are
+    features (``mimesis.eval.realism.style.STYLE_FEATURES``), as docs/metrics.md specifies. Embeddings are
     cached per text (``embed``: a :func:`cached_embed` to share its cache; default a new one).
     Both parts see the text as given: callers cut real and simulated turns to one character cap
-    first (:func:`mimesis.eval.generate.real_records`), and the embedder's 256-token cut is
+    first (:func:`mimesis.eval.realism.generate.real_records`), and the embedder's 256-token cut is
     the same for both."""
     from mimesis.models.embeddings import cached_embed
 

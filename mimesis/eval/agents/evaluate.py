@@ -1,7 +1,7 @@
 """Agent evaluation: success rate and reward on held-out scenarios, per agent, user and env.
 
 Protocol (docs/metrics.md, agent side; MIMESIS paper, arXiv 2610.09484): every agent (the base
-model, the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agent_run`) plays the same fixed set of
+model, the SFT, GRPO and CSD agents; :mod:`mimesis.eval.agents.run`) plays the same fixed set of
 held-out scenarios of each environment with (a) the frozen training simulator and (b) each
 unseen user (:mod:`mimesis.users.unseen`). One :meth:`~mimesis.rollout.engine.RolloutEngine.play`
 call per (agent, simulator) plays every scenario of every env together (batched agent and user
@@ -17,12 +17,12 @@ the default params, and fixed-task envs train on the training part of their list
 take task indices spread evenly over the evaluation part (``options={"index": …}``).
 :func:`check_disjoint` refuses an overlap with what an arm played.
 
-Success thresholds, confidence intervals and the ``ALL`` rows: :mod:`mimesis.eval.agent_stats`;
-paired differences between agents: :mod:`mimesis.eval.agent_pairs`.
+Success thresholds, confidence intervals and the ``ALL`` rows: :mod:`mimesis.eval.agents.stats`;
+paired differences between agents: :mod:`mimesis.eval.agents.pairs`.
 
 Where things live: this module holds the held-out scenarios, the evaluation run
 (:func:`evaluate_agents`) and agent loading (:func:`load_agent`); the report of its rows (Markdown
-table, bar plot) is in :mod:`mimesis.eval.agent_tables`.
+table, bar plot) is in :mod:`mimesis.eval.agents.tables`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mimesis.envs.registry import small_agent_env_kwargs
-from mimesis.eval.agent_stats import episode_rows, overall_rows, success_threshold
+from mimesis.eval.agents.stats import episode_rows, overall_rows, success_threshold
 from mimesis.rollout.records import Episode, RolloutParams, ScenarioSpec
 from mimesis.simulator.runtime import UserSimulator
 from mimesis.users.reseed import reseed_user
@@ -53,7 +53,7 @@ class EvalRolloutParams:
     """How every agent is played and scored in an evaluation: the held-out scenarios, the episode
     budgets, the agent's sampling, the seeds and the bootstrap CI (:func:`evaluate_agents`'s
     settings; the fields of params.yaml ``evaluate_agents.agents`` that
-    :class:`~mimesis.eval.agent_run.AgentComparisonParams` inherits).
+    :class:`~mimesis.eval.agents.run.AgentComparisonParams` inherits).
 
     Attributes:
         envs: Registered environments to evaluate on (train and held-out envs alike).

@@ -21,10 +21,10 @@ unseen-user entries, :class:`~mimesis.users.spec.UserSpec` dicts (e.g. the promp
 the agenda user), built by :func:`~mimesis.users.unseen.build_unseen`.
 
 Report per (user, env): ``rate`` (share of probes revealed), ``n`` (probes), ``n_tasks``, a
-seeded percentile bootstrap 95% CI over tasks (:func:`~mimesis.eval.agent_stats.bootstrap_ci`
+seeded percentile bootstrap 95% CI over tasks (:func:`~mimesis.eval.agents.stats.bootstrap_ci`
 of the per-task rates), rates per fact kind, and example replies.
 
-Run alone: ``python -m mimesis.eval.fact_reveal --freeze-user data/freeze_user --out DIR``
+Run alone: ``python -m mimesis.eval.agents.fact_reveal --freeze-user data/freeze_user --out DIR``
 (params from ``evaluate_agents.fact_reveal`` of params.yaml).
 """
 
@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from mimesis.envs.facts import Fact, task_fact
 from mimesis.envs.registry import GROUNDING_SEED, env_names
-from mimesis.eval.agent_stats import bootstrap_ci
+from mimesis.eval.agents.stats import bootstrap_ci
 from mimesis.schemas import Scenario
 from mimesis.users.spec import UserSamplingParams
 

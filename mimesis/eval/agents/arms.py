@@ -1,7 +1,7 @@
 """The agent arms ``evaluate_agents`` compares, and the checks that make them comparable.
 
 :func:`agent_sources` finds each arm's folder, :func:`check_arms` refuses arms that cannot be
-compared fairly before anything loads (:mod:`mimesis.eval.agent_run`, module docstring, lists
+compared fairly before anything loads (:mod:`mimesis.eval.agents.run`, module docstring, lists
 the rules), :func:`trained_specs` rebuilds the scenarios an arm trained on,
 :func:`with_trained_difficulty` applies the level ``train_agent`` selected (docs/claim.md rule 1)
 and :func:`seen_users` names the unseen users an arm met in training.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the params import this module's constants
-    from mimesis.eval.agent_run import AgentComparisonParams
+    from mimesis.eval.agents.run import AgentComparisonParams
 
 BASE_AGENT = "base"
 SCENARIO_KEYS = ("envs", "env_kwargs", "steps", "scenarios_per_step", "scenario_seed")
@@ -115,7 +115,7 @@ def check_arms(sources: Mapping[str, str | Path], p: AgentComparisonParams) -> N
             the evaluation's, a held-out scenario played in training, or a comparison naming
             an agent not in ``sources``.
     """
-    from mimesis.eval.agents import check_disjoint, heldout_specs
+    from mimesis.eval.agents.evaluate import check_disjoint, heldout_specs
 
     unknown = sorted({n for pair in p.comparisons for n in pair} - set(sources))
     if unknown:

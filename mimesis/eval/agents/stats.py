@@ -7,7 +7,7 @@ docs/environments.md). An env without a threshold is an error, never a silent de
 Uncertainty: per (agent, simulator, env) a seeded percentile bootstrap 95% CI of the mean (episodes
 resampled); the ``ALL`` row (unweighted mean over envs, as the paper reports) uses the normal
 approximation ``± z·sqrt(Σ s_e²/n_e)/E``. ``reward_std`` is the sample standard deviation.
-Differences between agents (paired by scenario): :mod:`mimesis.eval.agent_pairs`.
+Differences between agents (paired by scenario): :mod:`mimesis.eval.agents.pairs`.
 
 Format compliance: the share of an agent's turns that reached the env as a tagged action
 (``[action]``/``[search]``/``[answer]``/``[finish]``, :func:`~mimesis.envs.actions.parse_action`
