@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PROFILE ?= default
 
-.PHONY: install run test smoke lint clean-data mlflow-ui
+.PHONY: install run test test-fast smoke lint clean-data mlflow-ui
 
 install: $(STAMP)
 
@@ -28,8 +28,13 @@ run: install
 test: install
 	$(VENV)/bin/pytest -q
 
+# Everything but the tests marked slow (those that train or generate with a model): for the edit,
+# test, edit loop. `make test` stays the full suite and the CI command.
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not slow"
+
 lint: install
-	$(VENV)/bin/ruff check mimesis tasks flows tests benchmarks
+	$(VENV)/bin/ruff check mimesis tasks flows tests benchmarks scripts
 
 mlflow-ui: install
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000

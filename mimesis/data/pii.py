@@ -45,7 +45,7 @@ later rule sees the placeholders of earlier ones, e.g. a name before ``<[EMAIL]>
 
 The checks (network prefix + Luhn, SSN ranges, placeholder values) favour precision, so numbers in
 code and prose survive. Recall on free-form personal data is not perfect; say so in the data card.
-Measured on the seeded set ``tests/data/pii_cases.jsonl`` by ``tests/test_pii_recall.py``.
+Measured on the seeded set ``tests/data/pii_cases.jsonl`` by ``tests/curate/test_pii_recall.py``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ clip acts on π_θ/π_old: with one optimisation pass per rollout, ``iterations:
 is 1 where the gradient is taken and the clip never binds — as in TRL; ``iterations > 1`` makes it
 bind.)
 
-Credit assignment (decided here, tested in ``tests/test_grpo.py``). An episode ``i`` of group
+Credit assignment (decided here, tested in ``tests/rl/test_grpo.py``). An episode ``i`` of group
 ``g`` (the G episodes of one scenario) has agent turns ``t = 0 … T_i − 1`` and one sparse reward
 ``R_i`` at its end. The return of turn ``t`` is ``γ^(T_i−1−t) · R_i`` (the reward reaches earlier
 turns discounted by their distance to the outcome). Normalisation is per group and per episode:

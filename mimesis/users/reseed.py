@@ -15,7 +15,7 @@ it, and two identical agents would get different users and different scores.
 
 Caveat (remaining): a sampler draws one batch of random numbers for all rows of a call, and the
 rows of a user call are the episodes waiting on the user at that step. Identical agents give
-identical batches, so identical episodes (``tests/test_eval_pairing.py``); different agents
+identical batches, so identical episodes (``tests/eval/test_eval_pairing.py``); different agents
 end episodes at different steps, so from the first difference on, an episode's user draws also
 depend on which other episodes shared its batches. Pairing is by scenario and episode index
 either way; the draws are common random numbers only while the agents behave alike. Removing

@@ -1,7 +1,7 @@
 """Write ``pii_cases.jsonl``: seeded PII/secret strings embedded in realistic chat sentences.
 
 Run from the repo root: ``python tests/data/make_pii_cases.py`` (seed 13; the output is
-committed and ``tests/test_pii_recall.py`` checks that this script reproduces it). Each line is
+committed and ``tests/curate/test_pii_recall.py`` checks that this script reproduces it). Each line is
 ``{"type", "text", "secret"}``; ``secret`` is the exact substring that must not survive
 ``mimesis.data.pii.scrub``. Names and addresses are written here by hand (not drawn from the
 ``faker`` lists the scrubber uses), so recall on them is not circular.

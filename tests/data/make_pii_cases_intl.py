@@ -2,7 +2,7 @@
 dates of birth, cards) in chat sentences.
 
 Run from the repo root: ``python tests/data/make_pii_cases_intl.py`` (seed 36; the output is
-committed and ``tests/test_pii_intl.py`` checks that this script reproduces it). Each line is
+committed and ``tests/curate/test_pii_intl.py`` checks that this script reproduces it). Each line is
 ``{"type", "text", "secret"}``. Types: ``email_intl`` (non-ASCII local part, IDN or punycode
 domain, full-width ``＠``), ``email_obfuscated`` (spelled " at " / " dot ", brackets, capitals,
 spaced ``@``), ``date_of_birth`` (cue word + numeric or written date, several languages) and

@@ -165,7 +165,7 @@ class FunctionGym(UserEnv[FunctionTask]):
         )
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), without the rule, the example value or the test case, and without the
         scripted refusal."""
         return [

@@ -243,7 +243,7 @@ class IntentionGym(UserEnv[IntentionTask]):
         )
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), without the request or the details, and without the scripted
         'say you have no preference'."""
         return [

@@ -257,7 +257,7 @@ class PersuadeGym(UserEnv[PersuadeTask]):
         )
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), without the persona, statement, scale, reasons or the scripted
         'My stance: n/7'."""
         return [

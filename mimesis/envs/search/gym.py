@@ -331,7 +331,7 @@ class SearchGym(UserEnv[SearchTask]):
         )
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), without the question or its meaning."""
         return [
             ("You do not know the answer and cannot look it up; if the assistant asks you for "

@@ -183,7 +183,7 @@ class TauGym(UserEnv[TauTask]):
     # ----------------------------------------------------------------- actions
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), our framing only: the task's own instructions mix facts the customer
         states with rules, so none of them is cut."""
         return [

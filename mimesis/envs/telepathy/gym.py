@@ -183,7 +183,7 @@ class TelepathyGym(UserEnv[TelepathyTask]):
         )
 
     def user_directives(self) -> list[str]:
-        """Instructions of :meth:`user_goal` (drift: tests/test_directive_copies.py checks each
+        """Instructions of :meth:`user_goal` (drift: tests/pipeline/test_directive_copies.py checks each
         is in the goal), without the name or description, and without the scripted reply."""
         return [
             "The agent is trying to guess it by asking yes/no questions.",
