@@ -54,21 +54,13 @@ def frozen_user_simulator(sim_dir: Path | str, *, max_turns: int = 8, temperatur
     Raises:
         FrozenSimulatorError: the folder fails its sha256 check.
     """
-    import torch
+    from mimesis.users.frozen import load_frozen_user
+    from mimesis.users.spec import UserSamplingParams
 
-    from mimesis.models.engine.sampling import SamplingParams, TokenSampler
-    from mimesis.simulator.frozen import load_frozen
-    from mimesis.simulator.runtime import UserSimulator
-
-    model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype, trust_folder=trust_folder)
-    if torch.cuda.is_available():
-        model.to("cuda")
-    model.requires_grad_(False)
-    model.eval()
-    sampler = TokenSampler(model, tokenizer, SamplingParams(
-        temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-        batch_size=batch_size), seed=seed)
-    return UserSimulator(sampler.chat, max_turns=max_turns)
+    sampling = UserSamplingParams(temperature=temperature, top_p=top_p,
+                                  max_new_tokens=max_new_tokens, batch_size=batch_size)
+    return load_frozen_user(Path(sim_dir), dtype=dtype, sampling=sampling, seed=seed,
+                            max_turns=max_turns, trust_folder=trust_folder).simulator
 
 
 def frozen_user_rollout(user: Path | str | Any, params: RolloutParams | None = None,

@@ -59,10 +59,12 @@ def load_user(freeze_dir: Path, p: Any) -> FrozenUser:
                             seed=p.seed, max_turns=p.max_turns)
 
 
-def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams, seed: int,
-                     max_turns: int) -> FrozenUser:
+def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams,
+                     seed: int | None, max_turns: int, trust_folder: bool = False) -> FrozenUser:
     """Verify and load the simulator folder ``sim_dir``, sampled by a ``TokenSampler`` seeded
-    with ``seed``, behind a :class:`~mimesis.simulator.runtime.UserSimulator`.
+    with ``seed`` (``None``: nondeterministic), behind a
+    :class:`~mimesis.simulator.runtime.UserSimulator`. ``trust_folder`` accepts a
+    ``freeze_user`` folder without its ``registry.json`` (warns).
 
     Raises:
         FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
@@ -71,7 +73,7 @@ def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams,
     from mimesis.simulator.runtime import UserSimulator
 
     sim_dir = Path(sim_dir)
-    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype)
+    model, tokenizer, meta = load_frozen(sim_dir, dtype=dtype, trust_folder=trust_folder)
     if torch.cuda.is_available():  # the trainer moves the agent; the simulator is ours to place
         model.to("cuda")
     model.requires_grad_(False)

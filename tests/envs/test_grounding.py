@@ -75,6 +75,7 @@ def test_grounding_tasks_and_wordings_are_not_the_probes(env_name, rows) -> None
             assert message.lower() not in probe_questions, message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_name", TRAIN_ENVS)
 def test_rows_are_the_simulator_view_of_an_episode(env_name, rows) -> None:
     import random

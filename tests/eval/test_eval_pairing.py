@@ -336,6 +336,7 @@ def _frozen(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_run_agent_evaluation_writes_paired_report(tmp_path):
     from mimesis.eval.agents.run import run_agent_evaluation
     from mimesis.io import write_jsonl

@@ -139,6 +139,7 @@ def _rows(n_convs: int = 24):
     return items, real, sims
 
 
+@pytest.mark.slow
 def test_realism_rows_separate_an_echo_from_an_assistant():
     items, real, sims = _rows()
     cfg = RealismConfig(min_support=3, c2st_min_support=8, c2st_folds=4)

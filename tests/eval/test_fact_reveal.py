@@ -114,6 +114,7 @@ def test_always_yes_user_scores_about_half_on_turtle(probes) -> None:
     assert summarize(rows)["rate"] == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_every_training_task_has_a_fact_whose_probes_do_not_state_it() -> None:
     from mimesis.envs import make
     from mimesis.envs.registry import task_indices

@@ -83,6 +83,7 @@ def _post_all(base: str, bodies: list[dict], threads: int = 8) -> list[httpx.Res
         return list(pool.map(lambda b: http.post("/v1/chat/completions", json=b), bodies))
 
 
+@pytest.mark.slow
 def test_a_batch_of_real_conversations_of_different_lengths_is_answered_200(
         soak, test_split, tiny) -> None:
     model, tokenizer = tiny

@@ -106,6 +106,7 @@ def test_an_unsafe_turn_is_resampled_then_ended_never_sent() -> None:
     assert state.history == [] and "resampled:empty_utterance" in state.flags
 
 
+@pytest.mark.slow
 def test_over_http_no_turn_of_the_corpus_leaks() -> None:
     corpus = CORPUS[::4]  # every format with every secret: 444 turns
     # the secret is in the goal: the hidden-fact guard needs the scenario to know it
