@@ -15,13 +15,19 @@ that one of its user turns 2 to ``MAX_TURN`` matches:
 - ``cut_off``: the agent's reply ends mid-sentence and the user does not say "continue" (B6);
 - ``restrict``: "without", "don't use", "only use", "not allowed" (B7);
 - ``pressure``: "still", "doesn't work", "??", "again", "hurry" (B9);
-- ``many``: three or more questions or numbered items in the user's own words (B12; any turn).
+- ``many``: three or more questions or numbered items in the user's own words (B12; any turn);
+- ``refused``: the agent's reply refuses or calls the request impossible (B4);
+- ``rude``: insults, sarcasm or entitled wording in the user's own words (B13).
+
+``--families`` chooses which families a draw fills (the first extra draw, seed 37, used the first
+seven; the second, seed 38, aimed at the behaviours that still abstained).
 
 plus ``random`` turns (any of user turns 2 to ``MAX_TURN``) from further conversations. All rows
 are shuffled together before reading. The cues bias the set toward worded behaviours; it is
 never used to report figures on its own, only to fit and cross-validate the labeller.
 
-Run: ``python -m mimesis.behaviors.devselect --out /tmp/devx --seed 37``.
+Run: ``python -m mimesis.behaviors.devselect --out /tmp/devx --seed 37``. Every conversation of
+the packaged, the independent and the extra development files is left out.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import random
 import re
 from pathlib import Path
 
-from mimesis.behaviors.goldselect import MAX_TURN, render
+from mimesis.behaviors.goldselect import AGENT_REFUSES, CONTEXT_CHARS, MAX_TURN, TURN_CHARS, render
 from mimesis.behaviors.indepselect import _conversations, _view
 from mimesis.io import write_json, write_jsonl
 
@@ -52,11 +58,17 @@ CUES: dict[str, re.Pattern[str]] = {
         r"(?i)\b(?:still (?:not|doesn'?t|wrong|the same|getting|broken|error)|doesn'?t work|"
         r"not working|didn'?t work|same (?:error|problem|thing)|confusing|hurry|asap|come on|"
         r"try again|again\?)|\?{2,}|!{2,}"),
+    "rude": re.compile(
+        r"(?i)\b(?:stupid|useless|dumb|idiot\w*|moron|lazy|pathetic|ridiculous|seriously|"
+        r"are you (?:kidding|serious|even)|can'?t you|you (?:always|never|keep)|you (?:have|need) "
+        r"to|i told you|do as i say|wtf|come on)\b"),
 }
 _QUESTION = re.compile(r"\?")
 _ITEM = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s")
 _CONTINUE = re.compile(r"(?i)\b(?:continue|go on|keep going|finish|complete)\b")
-ORDER = ("short_edit", "verdict", "asked", "cut_off", "restrict", "pressure", "many")
+ORDER = ("short_edit", "verdict", "asked", "cut_off", "restrict", "pressure", "many", "refused",
+         "rude")
+FIRST_DRAW = ORDER[:7]  # the families of the seed-37 draw
 
 
 def cue_hit(family: str, turns: list[dict], i: int) -> bool:
@@ -69,6 +81,8 @@ def cue_hit(family: str, turns: list[dict], i: int) -> bool:
     if family == "cut_off":
         return (len(agent) > 400 and agent[-1:] not in ".!?)`\"'*:" and
                 not _CONTINUE.search(head[:80]))
+    if family == "refused":
+        return bool(AGENT_REFUSES.search(agent[:600]))
     if family == "many":
         return len(_QUESTION.findall(head)) >= 3 or len(_ITEM.findall(head)) >= 3
     if family == "short_edit":
@@ -77,21 +91,31 @@ def cue_hit(family: str, turns: list[dict], i: int) -> bool:
 
 
 def select(n_enriched: int, n_random: int, seed: int, exclude: frozenset[str],
-           caps: tuple[int, int, int] = (40, 8000, 32000), min_english: float = 0.5) -> list[dict]:
+           caps: tuple[int, int, int] = (40, 8000, 32000), min_english: float = 0.5,
+           families: tuple[str, ...] = FIRST_DRAW,
+           seen: frozenset[tuple[str, str]] = frozenset()) -> list[dict]:
     """The rows to label, shuffled: ``id``, ``draw`` (``enriched:<family>`` or ``random``) and
-    the view fields of ``indepselect``."""
+    the view fields of ``indepselect``; ``n_enriched`` is shared evenly among ``families``.
+    A conversation with a user turn whose text and agent reply before it are in ``seen``
+    (:func:`labelled_turns`: ShareGPT holds copies of one chat under several ids) is skipped.
+
+    Raises:
+        ValueError: a family is not in :data:`ORDER`.
+    """
+    if unknown := set(families) - set(ORDER):
+        raise ValueError(f"unknown cue families {sorted(unknown)}; known: {ORDER}")
     rng = random.Random(seed)
     chosen: list[dict] = []
-    want = {f: n_enriched // len(ORDER) + (k < n_enriched % len(ORDER))
-            for k, f in enumerate(ORDER)}
-    got = dict.fromkeys(ORDER, 0)
+    want = {f: n_enriched // len(families) + (k < n_enriched % len(families))
+            for k, f in enumerate(families)}
+    got = dict.fromkeys(families, 0)
     n_rand = 0
     for cid, turns in _conversations(seed, exclude, caps, min_english):
         users = [i for i, t in enumerate(turns) if t["role"] == "user"][:MAX_TURN]
         later = users[1:]
-        if not later:
+        if not later or any(_turn_key(turns, i) in seen for i in users):
             continue
-        for family in sorted(ORDER, key=lambda f: got[f] / max(want[f], 1)):
+        for family in sorted(families, key=lambda f: got[f] / max(want[f], 1)):
             if got[family] >= want[family]:
                 continue
             pool = users if family == "many" else later
@@ -111,12 +135,26 @@ def select(n_enriched: int, n_random: int, seed: int, exclude: frozenset[str],
     return chosen
 
 
-def excluded_ids() -> frozenset[str]:
-    """Conversation ids of the packaged and the independent set (never drawn again)."""
-    from mimesis.behaviors.gold import load_gold
+def _turn_key(turns: list[dict], i: int) -> tuple[str, str]:
+    return (turns[i - 1]["text"][:CONTEXT_CHARS] if i else "", turns[i]["text"][:TURN_CHARS])
+
+
+def labelled_turns() -> frozenset[tuple[str, str]]:
+    """``(agent reply before, turn)`` of every labelled turn, clipped as stored."""
+    from mimesis.behaviors.gold import load_development
     from mimesis.behaviors.independent import load_independent
 
-    return frozenset({g.id for g in load_gold()} | {r.id for r in load_independent()[1]})
+    rows = [*load_development(), *load_independent()[1]]
+    return frozenset((r.prev_agent[:CONTEXT_CHARS], r.text[:TURN_CHARS]) for r in rows)
+
+
+def excluded_ids() -> frozenset[str]:
+    """Conversation ids of every labelled set (packaged, independent, extra development files):
+    never drawn again."""
+    from mimesis.behaviors.gold import load_development
+    from mimesis.behaviors.independent import load_independent
+
+    return frozenset({g.id for g in load_development()} | {r.id for r in load_independent()[1]})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -125,8 +163,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-enriched", type=int, default=210)
     parser.add_argument("--n-random", type=int, default=30)
     parser.add_argument("--seed", type=int, default=37)
+    parser.add_argument("--families", nargs="+", choices=ORDER, default=list(FIRST_DRAW),
+                        help="cue families to fill, n-enriched shared evenly among them")
     args = parser.parse_args(argv)
-    rows = select(args.n_enriched, args.n_random, args.seed, excluded_ids())
+    rows = select(args.n_enriched, args.n_random, args.seed, excluded_ids(),
+                  families=tuple(args.families), seen=labelled_turns())
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "candidates.jsonl", rows)
     for b in range(0, len(rows), 25):  # views carry no draw

@@ -6,7 +6,8 @@ and a one-line reason per positive label. ``data/README.md`` gives the labelling
 the turns were drawn (``mimesis.behaviors.goldselect``).
 
 The learned labeller is fitted on the **development data** (:func:`load_development`): that set
-plus ``data/gold_dev_extra.jsonl``, further hand-labelled turns from other ShareGPT conversations
+plus the extra development files (:data:`DEV_EXTRA_FILES`: ``data/gold_dev_extra.jsonl`` and
+``data/gold_dev_extra2.jsonl``), further hand-labelled turns from other ShareGPT conversations
 drawn with cues for the rare behaviours (``mimesis.behaviors.devselect``; a ``{"meta": ...}``
 provenance header first). The independent set (``gold_independent.jsonl``) is never part of it.
 """
@@ -14,6 +15,7 @@ provenance header first). The independent set (``gold_independent.jsonl``) is ne
 from __future__ import annotations
 
 import json
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
@@ -23,7 +25,9 @@ from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
 from mimesis.schemas import Turn
 
 GOLD_FILE = "gold.jsonl"
-DEV_EXTRA_FILE = "gold_dev_extra.jsonl"
+# extra development files, in the order they were drawn (devselect seeds 37 and 38)
+DEV_EXTRA_FILES = ("gold_dev_extra.jsonl", "gold_dev_extra2.jsonl")
+DEV_EXTRA_FILE = DEV_EXTRA_FILES[0]
 
 
 class GoldError(ValueError):
@@ -85,9 +89,9 @@ def default_path() -> Path:
     return Path(str(resources.files("mimesis.behaviors") / "data" / GOLD_FILE))
 
 
-def default_extra_path() -> Path:
-    """Path of the extra development turns inside the installed package."""
-    return Path(str(resources.files("mimesis.behaviors") / "data" / DEV_EXTRA_FILE))
+def default_extra_path(name: str = DEV_EXTRA_FILE) -> Path:
+    """Path of an extra development file (default: the first) inside the installed package."""
+    return Path(str(resources.files("mimesis.behaviors") / "data" / name))
 
 
 def load_gold(path: Path | None = None) -> list[GoldTurn]:
@@ -128,21 +132,33 @@ def load_dev_extra(path: Path | None = None) -> tuple[dict, list[GoldTurn]]:
     return read_headed_set(path, GoldTurn)
 
 
+def load_dev_extras() -> list[GoldTurn]:
+    """The rows of every packaged extra development file (:data:`DEV_EXTRA_FILES`), in order.
+
+    Raises:
+        GoldError: as :func:`load_dev_extra`, for any of them.
+    """
+    return [row for name in DEV_EXTRA_FILES for row in load_dev_extra(default_extra_path(name))[1]]
+
+
 def load_development(gold: list[GoldTurn] | None = None,
                      extra: list[GoldTurn] | None = None) -> list[GoldTurn]:
     """The learned labeller's training data: the packaged set's turns, then the extra
-    development turns (defaults: the packaged files).
+    development turns (defaults: the packaged files, :func:`load_dev_extras`).
 
     Raises:
-        GoldError: an extra turn comes from a conversation of the packaged set (the two were
-            drawn apart, so the split into dev/test parts and the grouped folds stay by
-            conversation).
+        GoldError: an extra turn comes from a conversation of the packaged set or of another
+            extra turn (the files were drawn apart, so the split into dev/test parts and the
+            grouped folds stay by conversation).
     """
     gold = load_gold() if gold is None else gold
-    extra = load_dev_extra()[1] if extra is None else extra
+    extra = load_dev_extras() if extra is None else extra
     if shared := {g.id for g in gold} & {e.id for e in extra}:
         raise GoldError(f"extra development turns share conversations with the packaged set: "
                         f"{sorted(shared)[:5]}")
+    if len({e.id for e in extra}) < len(extra):
+        twice = sorted(i for i, n in Counter(e.id for e in extra).items() if n > 1)
+        raise GoldError(f"extra development turns share conversations: {twice[:5]}")
     return [*gold, *extra]
 
 

@@ -65,7 +65,15 @@ _ASK = re.compile(r"(?im)(?:^|[.?!:]\s+|\n\s*(?:\d+[.)]|[-*•])?\s*)(?:please\s
                   r"compare|summari[sz]e|what|how|why|which|who|when|where|can you|could you)\b")
 _FIT = re.compile(r"(?i)\b(?:not (?:quite )?(?:what|the problem|right|good)|too (?:complicated|"
                   r"formal|professional|long|short|generic|simple)|not \w+ enough|"
-                  r"gone wrong|i (?:said|asked|meant|wanted)|should have said)\b")
+                  r"gone wrong|i (?:said|asked|meant|wanted)|should have said|misunderstood|"
+                  r"not (?:a )?good fit|close,? but)\b")
+# Cues read from the agent's reply (B3, B4): it ends by asking the user something; the user
+# defers the choice back instead of answering; it refuses or calls the request impossible.
+_DEFER = re.compile(r"(?i)\b(?:just (?:do|pick|choose|write|give|make)|you (?:decide|choose|pick|"
+                    r"have to make)|up to you|whatever|doesn'?t matter|i don'?t (?:know|care))\b")
+_REFUSED = re.compile(r"(?i)\b(?:i'?m sorry,? but|i (?:cannot|can'?t|am unable|am not able)|"
+                      r"as an ai|not (?:possible|able to)|i don'?t have (?:access|the ability)|"
+                      r"unable to (?:provide|browse|access))")
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,9 @@ class LearnedParams:
     folds: int = 5  # outer grouped CV folds for the figures on the labelled set
     inner_folds: int = 3  # grouped folds inside a training set that choose each threshold
     min_positives: int = 8  # labels with fewer hand-labelled positives get no model (abstain)
-    target_precision: float = 0.65  # a threshold must reach this out-of-fold precision ...
+    target_precision: float = 0.6  # a threshold must reach this out-of-fold precision ...
     min_predicted: int = 3  # ... on at least this many predictions, else the label abstains
-    regularization: float = 1.0  # C of the behaviour regressions (traits: 1; smaller = stronger)
+    regularization: float = 0.05  # C of the behaviour regressions (traits: 1; smaller = stronger)
     embed_chars: int = 600  # characters of each text embedded (MiniLM keeps <= 128 tokens)
     embeddings: bool = False  # behaviour models also read MiniLM embeddings (cross-validated on
     # the 510 labelled turns they lowered micro P/R over B1-B13 from 0.76/0.39 to 0.73/0.30)
@@ -129,13 +137,17 @@ def context_features(text: str, prev_agent: str, prev_user: str) -> list[float]:
     edit, back-reference, verdict and new-question cues in the turn's first words; counts of
     questions and enumerated items (overloading); and cues of the rarer behaviours: a restriction
     after a reply (B7), short pressure naming nothing (B9), asks typed by the user (B12) and a
-    verdict on the answer's fit (B1).
+    verdict on the answer's fit (B1); whether the reply ends by asking the user something, and
+    whether the turn then opens a new question or defers the choice instead of answering (B3);
+    whether the reply refuses, and the turn's overlap with the request it refused (B4).
 
     Returns:
-        18 floats, in the order above."""
+        22 floats, in the order above."""
     own = own_words(text, head_chars=600)
     head = own[:200]
     agent = prev_agent.rstrip()
+    asked = bool(agent) and "?" in agent[-250:]
+    refused = bool(_REFUSED.search(agent[:600]))
     return [float(bool(agent)), np.log1p(len(agent)),
             float(bool(agent) and agent[-1:] not in ".!?)`\"'*:"),
             _overlap(own, prev_agent[-2000:]), _overlap(own, prev_user),
@@ -147,7 +159,9 @@ def context_features(text: str, prev_agent: str, prev_user: str) -> list[float]:
             float(bool(agent) and bool(_RESTRICT.search(head))),
             float(bool(agent) and bool(_PRESSURE.search(head)) and len(words(own)) <= 15),
             float(len(_ASK.findall(own))) * float(not is_pasted(text)),
-            float(bool(agent) and bool(_FIT.search(head)))]
+            float(bool(agent) and bool(_FIT.search(head))),
+            float(asked), float(asked and bool(_OPENER.search(own) or _DEFER.search(head))),
+            float(refused), float(refused) * _overlap(own, prev_user)]
 
 
 def featurize(items: Sequence[TurnInput], embed: Embed | None,

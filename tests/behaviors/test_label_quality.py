@@ -103,7 +103,8 @@ def test_context_features_see_an_edit_of_the_last_reply_not_a_new_question():
     new = learned.context_features("What is the capital of France?", reply, "")
     names = ["has_agent", "agent_len", "cut_off", "overlap_agent", "overlap_user", "edits",
              "edit_head", "back_ref", "verdict", "opener", "opener_with_agent", "questions",
-             "items", "edit_not_question", "restrict", "pressure", "asks", "fit"]
+             "items", "edit_not_question", "restrict", "pressure", "asks", "fit", "asked",
+             "asked_not_answered", "refused", "refused_again"]
     e, n = dict(zip(names, edit, strict=True)), dict(zip(names, new, strict=True))
     assert e["edit_not_question"] == 1 and n["edit_not_question"] == 0
     assert e["overlap_agent"] > n["overlap_agent"] and n["opener"] == 1
@@ -117,6 +118,18 @@ def test_context_features_see_an_edit_of_the_last_reply_not_a_new_question():
     assert feats("Write a poem. Explain it. What is its metre?")["asks"] == 3
     assert feats("no, that's not what I asked for")["fit"] == 1
     assert learned.context_features("without a library", "", "")[14] == 0  # no reply: no B7
+    question = "Here are two options. Which one do you want?"
+    asked = dict(zip(names, learned.context_features("you decide for me", question, ""),
+                     strict=True))
+    answered = dict(zip(names, learned.context_features("The second one.", question, ""),
+                        strict=True))
+    assert asked["asked"] == answered["asked"] == 1 and feats("ok")["asked"] == 0
+    assert asked["asked_not_answered"] == 1 and answered["asked_not_answered"] == 0
+    refusal = "I'm sorry, but I cannot access real-time stock prices."
+    again = dict(zip(names, learned.context_features("give me the real-time stock prices",
+                                                     refusal, "real-time stock prices for AAPL"),
+                     strict=True))
+    assert again["refused"] == 1 and again["refused_again"] > 0.5 and feats("ok")["refused"] == 0
 
 
 def test_without_an_embedder_the_features_have_no_embedding_columns():
