@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PROFILE ?= default
 
-.PHONY: install run test test-fast smoke lint clean-data mlflow-ui
+.PHONY: install run test test-fast lint mlflow-ui
 
 install: $(STAMP)
 

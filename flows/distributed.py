@@ -21,7 +21,7 @@ from prefect import flow
 from prefect.deployments import run_deployment
 
 from flows.stage_flows import deployment_name
-from mimesis.params import read_params
+from mimesis.params import PROFILES, read_params
 from mimesis.pipeline import STAGES, StageResult, working_dir
 from mimesis.runtime_env import configure_environment
 from mimesis.tracking import log_stage_times, pipeline_run
@@ -88,7 +88,7 @@ def dispatch(name: str, root: Path, parent_run_id: str, profile: str | None, for
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default=None, help="default | smoke | gpu")
+    parser.add_argument("--profile", default=None, help=" | ".join(PROFILES))
     parser.add_argument("--stages", default="", help="comma-separated subset")
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--dvc-sync", action="store_true", help="workers pull/push via DVC")

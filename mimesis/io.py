@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -55,3 +56,16 @@ def sha256_dir(dir_path: Path) -> dict[str, str]:
         for p in sorted(dir_path.rglob("*"))
         if p.is_file()
     }
+
+
+def clear_outputs(out_dir: Path, names: Iterable[str]) -> None:
+    """Remove a previous run's outputs ``names`` (files or folders) from ``out_dir`` and make sure
+    ``out_dir`` exists. Callers never list ``checkpoints/``: a re-run with the same params may
+    resume from them."""
+    for name in names:
+        path = out_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from mimesis.io import write_json, write_jsonl
-from mimesis.train.stage_helpers import clear_outputs  # noqa: F401  (used by the agent stages)
 
 # Token lists are large and only useful to the trainer; the record keeps the readable parts.
 _EPISODE_TOKENS = {"prompt_ids", "completion_ids", "env_mask", "logprobs", "turn_ids"}

@@ -31,7 +31,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.io import sha256_file, write_jsonl
+from mimesis.io import clear_outputs, sha256_file, write_jsonl
 from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
@@ -97,7 +97,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
     from mimesis.users.frozen import load_user
 
     if not params.enabled:  # a profile without the csd arm (claim): say so, train nothing
-        report.clear_outputs(out_dir, _OUTPUTS)
+        clear_outputs(out_dir, _OUTPUTS)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "meta.json").write_text(json.dumps(
             {"stage": STAGE, "enabled": False, "params": dataclasses.asdict(params)}, indent=2))
@@ -111,7 +111,7 @@ def run(freeze_user_dir: Path, sft_agent_dir: Path | None, out_dir: Path,
         inputs["sft_agent/meta.json"] = sha256_file(sft_agent_dir / "meta.json")
         start_meta = json.loads((sft_agent_dir / "meta.json").read_text())
     if main:
-        report.clear_outputs(out_dir, _OUTPUTS)
+        clear_outputs(out_dir, _OUTPUTS)
     with main_run(lambda: stage_run(STAGE, dataclasses.asdict(params))) as mlflow_run:
         user = load_user(freeze_user_dir, params)  # hash check first
         model, tokenizer, start = rl.load_start_policy(sft_agent_dir, user, params)

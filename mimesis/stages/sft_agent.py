@@ -100,6 +100,7 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
         ValueError: no expert episode reached its env's success threshold (``traces.jsonl`` and
             ``rejects.jsonl`` are written first).
     """
+    from mimesis.io import clear_outputs
     from mimesis.models.base import base_dir, load_base
     from mimesis.rl import expert_sft as sft
     from mimesis.rl.frozen_guard import FrozenGuard
@@ -107,7 +108,6 @@ def run(freeze_user_dir: Path, out_dir: Path, params: SftAgentParams) -> Path:
     from mimesis.traces import log_episode_traces, sample_evenly
     from mimesis.train.reporting import MlflowMetricsCallback
     from mimesis.train.sft import fingerprint, prepare_checkpoints
-    from mimesis.train.stage_helpers import clear_outputs
     from mimesis.users.frozen import load_user
 
     inputs = {"simulator/meta.json": sha256_file(freeze_user_dir / "simulator" / "meta.json")}

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mimesis.io import sha256_file, write_json
+from mimesis.io import clear_outputs, sha256_file, write_json
 from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.rl.agent_training import AgentRLParams
@@ -180,7 +180,7 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
 
     main = is_main_process()
     if main:
-        report.clear_outputs(arm_dir, _OUTPUTS)
+        clear_outputs(arm_dir, _OUTPUTS)
     with main_run(lambda: mlflow.start_run(run_name=f"{STAGE}/{arm.name}", nested=True)
                   ) as arm_run:
         if main:
@@ -225,9 +225,8 @@ def _train_arm(arm, user, freeze_user_dir: Path, sft_agent_dir: Path | None, arm
 def _clear_stale(out_dir: Path, arms: set[str]) -> None:
     """Remove what no arm of this run will rewrite: the single-agent layout of older versions
     (``out_dir/model`` …) and folders of arms that left the params (they would be evaluated)."""
-    from mimesis.rl import agent_report as report
 
-    report.clear_outputs(out_dir, (*_OUTPUTS, *_STAGE_OUTPUTS))
+    clear_outputs(out_dir, (*_OUTPUTS, *_STAGE_OUTPUTS))
     for child in out_dir.glob("*/meta.json"):
         if child.parent.name not in arms:
             shutil.rmtree(child.parent)

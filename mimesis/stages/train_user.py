@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mimesis.io import sha256_file, write_json, write_jsonl
+from mimesis.io import clear_outputs, sha256_file, write_json, write_jsonl
 from mimesis.models.lora import LoraParams
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
@@ -88,7 +88,7 @@ def run(label_dir: Path, out_dir: Path, params: TrainUserParams) -> Path:
     from mimesis.train.sft import build_trainer, fingerprint, prepare_checkpoints
 
     inputs = {f"{s}.jsonl": sha256_file(label_dir / f"{s}.jsonl") for s in ("train", "val")}
-    helpers.clear_outputs(out_dir)
+    clear_outputs(out_dir, helpers.OUTPUTS)
     with stage_run(STAGE, dataclasses.asdict(params)) as mlflow_run:
         model, tokenizer = load_base(params.base_model, dtype=params.dtype)
         data = helpers.load_splits(label_dir, tokenizer, params)

@@ -3,7 +3,6 @@ MLflow reports. Kept here so ``mimesis.stages.train_user.run`` reads top to bott
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,9 +13,9 @@ from mimesis.train.reporting import MlflowMetricsCallback, loss_figure, render_m
 from mimesis.train.sft import count_parameters
 from mimesis.train.sft_data import build_rows
 
-__all__ = ["MlflowMetricsCallback", "SplitData", "clear_outputs", "load_splits", "print_summary",
+__all__ = ["OUTPUTS", "MlflowMetricsCallback", "SplitData", "load_splits", "print_summary",
            "report", "summarise"]
-_OUTPUTS = ("model", "meta.json", "train_log.json", "rejects.jsonl")
+OUTPUTS = ("model", "meta.json", "train_log.json", "rejects.jsonl")
 
 
 @dataclass
@@ -27,18 +26,6 @@ class SplitData:
     val: object | None
     rejects: list[Reject] = field(default_factory=list)
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-def clear_outputs(out_dir: Path, names: tuple[str, ...] | None = None) -> None:
-    """Remove a previous run's outputs ``names`` (default: train_user's), never ``checkpoints/``:
-    a re-run with the same params may resume from them."""
-    for name in names or _OUTPUTS:
-        path = out_dir / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def load_splits(label_dir: Path, tokenizer, params) -> SplitData:

@@ -17,8 +17,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "mimesis"
-# What may import mimesis.stages: the entry points that run stages by name.
-STAGE_CALLERS = {"mimesis.cli", "mimesis.cli_simulator"}
+# The layers of docs/architecture.md, bottom first. A package imports only from lower layers;
+# within the leaves and within the entry points, any acyclic import is fine.
+LAYERS = (
+    {"format", "prompts", "text", "schemas", "io", "params", "stats", "tracking", "traces",
+     "runtime_env", "openai_chat"},
+    {"models"}, {"data"}, {"behaviors"}, {"simulator", "envs"}, {"users"}, {"rollout"},
+    {"train"}, {"rl", "eval"}, {"serve"}, {"integrations"}, {"stages"},
+    {"cli", "cli_simulator", "deps", "pipeline", "run_summary"},
+)
+FREE_WITHIN = (0, len(LAYERS) - 1)
+# What may import mimesis.stages: the entry points that run stages by name (pipeline does so
+# with a computed name, which no literal import shows).
+STAGE_CALLERS = {"mimesis.cli", "mimesis.cli_simulator", "mimesis.pipeline"}
 FORBIDDEN = {  # importer package -> packages it must never import
     "eval": {"rl", "train"},
     "rl": {"eval"},
@@ -99,6 +110,16 @@ def test_no_package_level_import_cycle():
         f"{a} imports {b}" for a, b in sorted(why[(c[i + 1], c[i])])[:2])
         for c in found for i in range(len(c) - 1)]
     assert not found, "package cycles:\n" + "\n".join(detail)
+
+
+def test_every_package_has_a_layer_and_imports_only_below_it():
+    graph, why = package_graph()
+    rank = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    assert not set(graph) - set(rank), f"place these in LAYERS: {sorted(set(graph) - set(rank))}"
+    upward = [f"{a} imports {b}" for src, dsts in graph.items() for dst in dsts
+              if rank[dst] > rank[src] or (rank[dst] == rank[src] and rank[src] not in FREE_WITHIN)
+              for a, b in sorted(why[(src, dst)])[:2]]
+    assert not upward, "imports that point up (or across) a layer:\n" + "\n".join(upward)
 
 
 @pytest.mark.parametrize("importer", sorted(FORBIDDEN))
