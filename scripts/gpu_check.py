@@ -48,7 +48,7 @@ def measure(generator: str, model_dir: Path, user_url: str, steps: int, work: Pa
     from mimesis.rl import agent_training as rl
     from mimesis.rl.agent_training import AgentRLParams
     from mimesis.rl.grpo import TurnCreditGRPOTrainer
-    from mimesis.stages.train_agent import arm_user
+    from mimesis.users.factory import make_user
     from mimesis.users.frozen import FrozenUser, weights_fingerprint
     from mimesis.users.spec import UserSamplingParams, UserSpec
 
@@ -61,8 +61,9 @@ def measure(generator: str, model_dir: Path, user_url: str, steps: int, work: Pa
     model.to("cuda")
     guard = FrozenUser(None, torch.nn.Linear(1, 1), tok, {}, weights_fingerprint(
         torch.nn.Linear(1, 1)), model_dir)
-    user = arm_user(UserSpec(name="served", kind="served", base_url=user_url, api_key_env=""),
-                    guard, p)
+    spec = UserSpec(name="served", kind="served", base_url=user_url, api_key_env="")
+    user = make_user(spec.with_sampling(p.user, dtype=p.dtype, seed=p.seed), frozen=guard,
+                     max_turns=p.max_turns)
     trainer = rl.build_trainer(TurnCreditGRPOTrainer, model, tok, p, guard, work / generator,
                                [], peft_config=LoraParams(dropout=0.0).peft_config(),
                                simulator=user)
