@@ -111,11 +111,6 @@ class Selection:
                 self.level.label(), "in_band": self.in_band, "reason": self.reason, "levels": rows}
 
 
-def _bootstrap_ci(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> tuple:
-    """Percentile 95% CI of the mean, resampling the values (scenarios) with replacement."""
-    return mean_ci(values, n_bootstrap, 0.95, rng)
-
-
 def _measure(m: LevelMeasurement, i: int, rule: DifficultyRule, n_bootstrap: int,
              rng: np.random.Generator) -> LevelResult:
     per = [np.atleast_1d(np.asarray(s, dtype=float)) for s in m.scenario_success]
@@ -130,7 +125,7 @@ def _measure(m: LevelMeasurement, i: int, rule: DifficultyRule, n_bootstrap: int
         raise ValueError(f"difficulty level {i} ({m.level.label()}): {every.size} episodes, "
                          f"the rule needs at least {rule.min_episodes}")
     values = np.array([p.mean() for p in per])
-    low, high = _bootstrap_ci(values, n_bootstrap, rng)
+    low, high = mean_ci(values, n_bootstrap, 0.95, rng)  # scenarios resampled
     return LevelResult(m.level, float(values.mean()), low, high, len(values), int(every.size))
 
 
