@@ -38,7 +38,7 @@ import re
 from pathlib import Path
 
 from mimesis.behaviors.goldselect import AGENT_REFUSES, CONTEXT_CHARS, MAX_TURN, TURN_CHARS, render
-from mimesis.behaviors.indepselect import _conversations, _view
+from mimesis.behaviors.indepselect import _conversations, _turn_key, _view
 from mimesis.io import write_json, write_jsonl
 
 CUES: dict[str, re.Pattern[str]] = {
@@ -133,10 +133,6 @@ def select(n_enriched: int, n_random: int, seed: int, exclude: frozenset[str],
             break
     rng.shuffle(chosen)
     return chosen
-
-
-def _turn_key(turns: list[dict], i: int) -> tuple[str, str]:
-    return (turns[i - 1]["text"][:CONTEXT_CHARS] if i else "", turns[i]["text"][:TURN_CHARS])
 
 
 def labelled_turns() -> frozenset[tuple[str, str]]:

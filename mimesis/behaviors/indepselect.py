@@ -15,7 +15,7 @@ An ``overlap`` of packaged turns (half with a hand-labelled behaviour, half with
 mixed in and relabelled without reading their labels, to measure agreement between the two
 sets' conventions (Cohen's kappa). All rows are shuffled together before reading.
 
-Run: ``python -m mimesis.behaviors.indepselect --out /tmp/indep --seed 36`` writes
+Run: ``python -m mimesis.behaviors.indepselect --out /tmp/indep --seed 39`` writes
 ``candidates.jsonl`` and ``batch_NN.txt`` views (``goldselect.render``).
 """
 
@@ -67,13 +67,25 @@ def _conversations(seed: int, exclude: frozenset[str], caps: tuple[int, int, int
 
 
 def select(n_random: int, n_later: int, n_overlap: int, seed: int,
-           caps: tuple[int, int, int] = (40, 8000, 32000), min_english: float = 0.5) -> list[dict]:
-    """The rows to label, shuffled: ``id``, ``draw`` (random|later|overlap) and the view fields."""
+           caps: tuple[int, int, int] = (40, 8000, 32000), min_english: float = 0.5,
+           exclude: frozenset[str] = frozenset(),
+           seen: frozenset[tuple[str, str]] = frozenset()) -> list[dict]:
+    """The rows to label, shuffled: ``id``, ``draw`` (random|later|overlap) and the view fields.
+
+    Args:
+        exclude: Conversation ids never drawn, on top of the packaged set's.
+        seen: ``(agent reply before, turn)`` keys of labelled turns
+            (``devselect.labelled_turns``): a conversation holding one is a ShareGPT copy of a
+            labelled chat under another id and is skipped.
+    """
     gold = load_gold()
     rng = random.Random(seed)
     chosen: list[dict] = []
-    for cid, turns in _conversations(seed, frozenset(g.id for g in gold), caps, min_english):
+    skip = frozenset(g.id for g in gold) | exclude
+    for cid, turns in _conversations(seed, skip, caps, min_english):
         users = [i for i, t in enumerate(turns) if t["role"] == "user"][:MAX_TURN]
+        if seen and any(_turn_key(turns, i) in seen for i in users):
+            continue
         if len(chosen) < n_random:
             chosen.append({"id": cid, "draw": "random", **_view(turns, rng.choice(users))})
         elif len(users) > 1:
@@ -91,6 +103,10 @@ def select(n_random: int, n_later: int, n_overlap: int, seed: int,
     return chosen
 
 
+def _turn_key(turns: list[dict], i: int) -> tuple[str, str]:
+    return (turns[i - 1]["text"][:CONTEXT_CHARS] if i else "", turns[i]["text"][:TURN_CHARS])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -98,8 +114,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-later", type=int, default=90)
     parser.add_argument("--n-overlap", type=int, default=36)
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--exclude", choices=("packaged", "labelled"), default="labelled",
+                        help="leave out the packaged set's conversations only (the first "
+                             "independent draw), or every labelled set's and their copies")
     args = parser.parse_args(argv)
-    rows = select(args.n_random, args.n_later, args.n_overlap, args.seed)
+    exclude, seen = frozenset(), frozenset()
+    if args.exclude == "labelled":
+        from mimesis.behaviors.devselect import excluded_ids, labelled_turns
+
+        exclude, seen = excluded_ids(), labelled_turns()
+    rows = select(args.n_random, args.n_later, args.n_overlap, args.seed,
+                  exclude=exclude, seen=seen)
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "candidates.jsonl", rows)
     # the view files carry no draw, so reading them does not tell overlap rows apart
