@@ -6,10 +6,13 @@ and a one-line reason per positive label. ``data/README.md`` gives the labelling
 the turns were drawn (``mimesis.behaviors.goldselect``).
 
 The learned labeller is fitted on the **development data** (:func:`load_development`): that set
-plus the extra development files (:data:`DEV_EXTRA_FILES`: ``data/gold_dev_extra.jsonl`` and
-``data/gold_dev_extra2.jsonl``), further hand-labelled turns from other ShareGPT conversations
-drawn with cues for the rare behaviours (``mimesis.behaviors.devselect``; a ``{"meta": ...}``
-provenance header first). The independent set (``gold_independent.jsonl``) is never part of it.
+plus the extra development files (:data:`DEV_EXTRA_FILES`, each with a ``{"meta": ...}``
+provenance header first): ``data/gold_dev_extra.jsonl`` and ``data/gold_dev_extra2.jsonl``,
+further hand-labelled turns from other ShareGPT conversations drawn with cues for the rare
+behaviours (``mimesis.behaviors.devselect``), and ``data/gold_dev_extra3.jsonl``, the first
+independent set, drawn without cues and labelled for behaviours only, which became development
+data once its figures had steered choices. The independent set (``gold_independent.jsonl``) is
+never part of it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
 from mimesis.schemas import Turn
 
 GOLD_FILE = "gold.jsonl"
-# extra development files, in the order they were drawn (devselect seeds 37 and 38)
-DEV_EXTRA_FILES = ("gold_dev_extra.jsonl", "gold_dev_extra2.jsonl")
+# extra development files, in the order they were drawn (devselect seeds 37 and 38; the third is
+# the first independent set, indepselect seed 36, development data once spent)
+DEV_EXTRA_FILES = ("gold_dev_extra.jsonl", "gold_dev_extra2.jsonl", "gold_dev_extra3.jsonl")
+POPULATION_DRAWS = ("random", "later")  # draws without keyword cues: closest to population rates
 DEV_EXTRA_FILE = DEV_EXTRA_FILES[0]
 
 
@@ -40,12 +45,15 @@ class GoldTurn(BaseModel):
     Attributes:
         id: Conversation id in the curated train split.
         turn_index: Index of the user turn in the conversation's ``turns``.
-        draw: ``random`` or ``enriched`` (see ``goldselect`` and ``devselect``).
+        draw: ``random``, ``later`` (a random turn among user turns 2-8, ``indepselect``) or
+            ``enriched`` (drawn by keyword or context cues, ``goldselect`` and ``devselect``).
         cue: For an enriched turn of the extra development set, the ``devselect`` cue family
             that chose it ("" otherwise).
         prev_user, prev_agent: The context ("" when the turn opens the conversation).
         text: The user turn (clipped at 6,000 characters).
         behaviors, traits: Hand labels, catalogue ids.
+        traits_labelled: False for turns labelled for behaviours only (``traits`` is then
+            empty and says nothing): trait models neither fit nor score them.
         uncertain: The labeller was not sure about at least one label of this turn.
         reasons: One line per positive label.
     """
@@ -59,6 +67,7 @@ class GoldTurn(BaseModel):
     text: str
     behaviors: list[str]
     traits: list[str]
+    traits_labelled: bool = True
     uncertain: bool
     reasons: dict[str, str]
 
@@ -68,8 +77,10 @@ class GoldTurn(BaseModel):
             raise ValueError(f"unknown labels {sorted(unknown)}")
         if set(self.reasons) != set(self.behaviors) | set(self.traits):
             raise ValueError("every positive label needs one reason, and only those")
-        if self.draw not in ("random", "enriched"):
-            raise ValueError(f"draw {self.draw!r} is not random|enriched")
+        if self.draw not in (*POPULATION_DRAWS, "enriched"):
+            raise ValueError(f"draw {self.draw!r} is not random|later|enriched")
+        if self.traits and not self.traits_labelled:
+            raise ValueError("traits given on a turn whose traits were not labelled")
         return self
 
     @property

@@ -31,7 +31,7 @@ from mimesis.behaviors import learned
 from mimesis.behaviors.annotator import Annotator
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
 from mimesis.behaviors.gold import GoldError, GoldTurn, load_development, read_headed_set
-from mimesis.behaviors.quality import Quality, annotated_behaviors, gold_inputs
+from mimesis.behaviors.quality import Quality, annotated_behaviors, gold_inputs, mixed_behaviors
 from mimesis.behaviors.scoring import Score, score
 
 INDEPENDENT_FILE = "gold_independent.jsonl"
@@ -155,7 +155,8 @@ def measure(figures: Quality, annotator: Annotator, embed: learned.Embed | None,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0,
             path: Path | None = None) -> dict:
     """The independent set's block of ``quality.json``: the labeller the ``label`` stage uses
-    (``figures.labeller``, fitted on the development data, with its abstentions; plus the
+    (``figures.labeller``, fitted on the development data, with its abstentions; the behaviours
+    ``mixed`` takes from the rules, ``figures.rule_behaviors``, from the rules; plus the
     annotator's behaviour ids when it gives any, as in ``mixed``) scored on the held-out turns,
     and the convention agreement on the overlap. The leak check runs against the whole
     development data (packaged set and extra development turns), whatever subset the labeller
@@ -164,8 +165,10 @@ def measure(figures: Quality, annotator: Annotator, embed: learned.Embed | None,
     held, pairs = split_overlap(rows, load_development())
     gold_rows = [r.as_gold() for r in held]
     inputs = gold_inputs(gold_rows)
-    predicted = [p & set(BEHAVIOR_IDS) for p in
-                 figures.labeller.predict(learned.featurize(inputs, embed, params.embed_chars))]
+    predicted = [mixed_behaviors(p, set(i.rules.behaviors), figures.rule_behaviors) for p, i in
+                 zip(figures.labeller.predict(learned.featurize(inputs, embed,
+                                                                params.embed_chars)),
+                     inputs, strict=True)]
     if (ids := annotated_behaviors(gold_rows, [i.rules for i in inputs], annotator)) is not None:
         predicted = [p | (a & set(BEHAVIOR_IDS)) for p, a in zip(predicted, ids, strict=True)]
     scores = transfer(held, predicted, n_bootstrap, seed)

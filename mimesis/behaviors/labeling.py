@@ -82,7 +82,7 @@ def prepare(conv: Conversation, max_user_turns: int) -> Prepared:
 
 def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
             mode: str = "union", learned: set[str] | None = None,
-            rule_traits: Collection[str] = ()
+            rule_traits: Collection[str] = (), rule_behaviors: Collection[str] = ()
             ) -> tuple[list[str], list[str], dict[str, list[str]]]:
     """Behaviours, traits and per-label sources of one turn.
 
@@ -101,6 +101,9 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
         learned: The learned labeller's labels (required in ``mixed`` and ``learned`` modes).
         rule_traits: ``mixed`` mode: traits taken from the rules rather than the learned
             labeller (``quality.Quality.rule_traits``, chosen on the dev part).
+        rule_behaviors: ``mixed`` mode: behaviours taken from the rules rather than the
+            learned labeller (``quality.Quality.rule_behaviors``, chosen on population-like
+            development turns the rules were not tuned on).
 
     Returns:
         ``(behaviors, traits, sources)``, labels in catalogue order; ``sources[label]`` lists
@@ -113,9 +116,12 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
     if mode == "mixed":  # each label group from the labeller measured best on it
         learned_behaviors, traits, learned_sources = _combine_learned(rule, learned)
         from_model = set(annotated or ())
-        behaviors = [b for b in BEHAVIOR_IDS if b in learned_behaviors or b in from_model]
-        sources = {b: [p for p, got in ((LEARNED, learned_behaviors), (producer, from_model))
-                       if b in got] for b in behaviors}
+        taken = set(rule_behaviors) & set(rule.behaviors)
+        learned_kept = {b for b in learned_behaviors if b not in rule_behaviors}
+        behaviors = [b for b in BEHAVIOR_IDS if b in learned_kept | taken | from_model]
+        sources = {b: [p for p, got in ((LEARNED, learned_kept), (RULES, taken),
+                                        (producer, from_model)) if b in got]
+                   for b in behaviors}
         learned_sources.update({t: [RULES] for t in rule_traits if t in rule.traits})
         traits = [t for t in TRAIT_IDS if (t in rule.traits if t in rule_traits else t in traits)]
         return behaviors, traits, {**sources, **{t: learned_sources[t] for t in traits}}
@@ -199,12 +205,14 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
                         max_user_turns: int, reasoning_splits: Sequence[str], combine_mode: str,
                         trait_min_share: float,
                         learn: Callable[[list[TurnInput]], list[set[str]]] | None = None,
-                        rule_traits: Collection[str] = ()) -> Outcome:
+                        rule_traits: Collection[str] = (),
+                        rule_behaviors: Collection[str] = ()) -> Outcome:
     """Label ``convs`` (each with its ``split`` set); every input ends labelled or rejected.
 
     Conversations are prepared (:func:`prepare`), annotated in one batch per prompt kind
     (:func:`annotate`), labelled by ``learn`` in one batch when given (required in ``learned``
-    mode), then assembled (``rule_traits``: see :func:`combine`); a conversation without an acceptable goal is rejected
+    mode), then assembled (``rule_traits``, ``rule_behaviors``: see :func:`combine`); a
+    conversation without an acceptable goal is rejected
     (``goal_not_derivable``).
     """
     out = Outcome()
@@ -226,7 +234,7 @@ def label_conversations(convs: Sequence[Conversation], annotator: Annotator, *,
             continue
         labels = [_turn_label(i, prep.rules[i], notes.behaviors.get((k, i)),
                               notes.reasons.get((k, i)), annotator.producer, combine_mode,
-                              learned.get((k, i)), rule_traits)
+                              learned.get((k, i)), rule_traits, rule_behaviors)
                   for i, _ in prep.conv.user_turns()]
         end = notes.ends.get(k, Produced("", NONE))
         record = _record(prep, labels, goal, end, trait_min_share)
@@ -250,8 +258,10 @@ def learned_labels(prepared: Sequence[Prepared],
 
 def _turn_label(index: int, rule: RuleResult, model_ids: list[str] | None,
                 reasoning: Produced | None, producer: str, mode: str,
-                learned: set[str] | None, rule_traits: Collection[str] = ()) -> TurnLabel:
-    behaviors, traits, sources = combine(rule, model_ids, producer, mode, learned, rule_traits)
+                learned: set[str] | None, rule_traits: Collection[str] = (),
+                rule_behaviors: Collection[str] = ()) -> TurnLabel:
+    behaviors, traits, sources = combine(rule, model_ids, producer, mode, learned, rule_traits,
+                                         rule_behaviors)
     reasoning = reasoning or Produced("", NONE)
     return TurnLabel(turn_index=index, behaviors=behaviors, traits=traits, sources=sources,
                      reasoning=reasoning.text, reasoning_annotator=reasoning.producer)

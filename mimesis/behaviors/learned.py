@@ -283,7 +283,8 @@ class LearnedLabeller:
 
 
 def fit(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str], labels: Sequence[str],
-        params: LearnedParams, seed: int = 0, keys: Sequence[str] = ()) -> LearnedLabeller:
+        params: LearnedParams, seed: int = 0, keys: Sequence[str] = (),
+        known: np.ndarray | None = None) -> LearnedLabeller:
     """Fit one model per label with at least ``min_positives`` positives in ``y[:, k]``; its
     threshold comes from out-of-fold probabilities of ``inner_folds`` grouped folds (a
     behaviour's: the lowest reaching ``target_precision``; a trait's: the best F1).
@@ -293,19 +294,22 @@ def fit(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str], labels: Sequence[
         y: Hand labels, shape ``(n, len(labels))``, 0/1.
         groups: Conversation id per row (rows of one conversation share a fold).
         keys: Row identities recorded in ``trained_on`` (for leak checks).
+        known: Optional bool mask, shape of ``y``: a label's model fits only the rows where it
+            was labelled (turns labelled for behaviours only say nothing about traits).
     """
     groups = np.asarray(groups)
     labeller = LearnedLabeller(tuple(labels), trained_on=frozenset(keys))
-    inner = GroupKFold(n_splits=min(params.inner_folds, len(set(groups))))
     for k, label in enumerate(labels):
-        target = y[:, k].astype(int)
+        rows = np.flatnonzero(known[:, k]) if known is not None else np.arange(len(y))
+        target, xk, gk = y[rows, k].astype(int), x.iloc[rows], groups[rows]
         if target.sum() < params.min_positives or target.sum() == len(target):
             continue
-        oof = _out_of_fold(x, target, groups, inner, params, seed, label)
+        inner = GroupKFold(n_splits=min(params.inner_folds, len(set(gk))))
+        oof = _out_of_fold(xk, target, gk, inner, params, seed, label)
         threshold = (choose_threshold_f1(oof, target) if label in TRAIT_IDS else
                      choose_threshold(oof, target, params.target_precision, params.min_predicted))
         labeller.models[label] = LabelModel(
-            _classifier(params, seed, label, x.columns).fit(x, target), threshold)
+            _classifier(params, seed, label, x.columns).fit(xk, target), threshold)
     return labeller
 
 
@@ -323,10 +327,12 @@ def _out_of_fold(x: pd.DataFrame, target: np.ndarray, groups: np.ndarray, inner:
 
 
 def cross_validate(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str], labels: Sequence[str],
-                   params: LearnedParams, seed: int = 0, keys: Sequence[str] = ()
+                   params: LearnedParams, seed: int = 0, keys: Sequence[str] = (),
+                   known: np.ndarray | None = None
                    ) -> tuple[list[set[str]], list[LearnedLabeller]]:
     """Out-of-fold predictions for every row: each row is labelled by a model fitted (and
-    thresholded) on the other ``folds - 1`` grouped folds only.
+    thresholded) on the other ``folds - 1`` grouped folds only (``known``: as in :func:`fit`;
+    every row still gets a prediction for every label).
 
     Returns:
         ``(predictions, scorers)``: label sets per row and, per row, the labeller that made them.
@@ -337,7 +343,7 @@ def cross_validate(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str], labels
     outer = GroupKFold(n_splits=min(params.folds, len(set(groups))))
     for train, test in outer.split(x, groups=groups):
         model = fit(x.iloc[train], y[train], [groups[n] for n in train], labels, params, seed,
-                    [keys[n] for n in train])
+                    [keys[n] for n in train], None if known is None else known[train])
         for n, labels_n in zip(test, model.predict(x.iloc[test]), strict=True):
             preds[n], scorers[n] = labels_n, model
     return preds, [s for s in scorers if s is not None]

@@ -11,7 +11,14 @@ The probabilities do not depend on ``target_precision``, ``precision_floor`` or
 ``min_positives`` (every behaviour with at least 3 positives gets a model here, masked later),
 so one pass per ``regularization`` scores a whole grid of the other three.
 
-Run: ``python -m mimesis.behaviors.nested --c 0.05 0.2 1.0`` prints one line per setting.
+Every setting is scored on the **population-like** development rows only (draws ``random`` and
+``later``, no keyword cues): the enriched draws hold far more positives than real traffic, which
+inflates precision at any threshold. With the rule behaviours given, each setting is also scored
+with ``mixed`` taking behaviours from the rules where they beat the learned labeller
+(``quality.choose_rule_behaviors``, chosen inside each outer training part).
+
+Run: ``python -m mimesis.behaviors.nested --c 0.05 0.2`` prints one line per setting and the
+setting :func:`choose` picks.
 """
 
 from __future__ import annotations
@@ -25,10 +32,9 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from mimesis.behaviors import learned
+from mimesis.behaviors import learned, quality
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.behaviors.gold import load_development
-from mimesis.behaviors.quality import gold_inputs
+from mimesis.behaviors.gold import POPULATION_DRAWS, load_development
 from mimesis.behaviors.scoring import score
 
 MIN_MODEL_POSITIVES = 3  # the least min_positives allowed (LearnedParams); others are masks
@@ -79,8 +85,9 @@ def _predict(fitted: _Fitted, n: int, target: float, min_positives: int,
 
 def nested_grid(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str],
                 params: learned.LearnedParams, targets: Sequence[float],
-                floors: Sequence[float], min_positives: Sequence[int], seed: int = 0
-                ) -> dict[tuple[float, float, int], list[set[str]]]:
+                floors: Sequence[float], min_positives: Sequence[int], seed: int = 0,
+                rules: Sequence[set[str]] | None = None, untuned: Sequence[bool] | None = None
+                ) -> dict[tuple[float, float, int, bool], list[set[str]]]:
     """Nested out-of-fold behaviour predictions for every row, per setting.
 
     Args:
@@ -90,14 +97,21 @@ def nested_grid(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str],
         params: Folds, inner folds, ``min_predicted`` and ``regularization`` used as given.
         targets, floors, min_positives: The grid of ``target_precision``, ``precision_floor``
             and ``min_positives`` to score.
+        rules, untuned: The rule behaviours of each row and whether the row may choose which
+            behaviours ``mixed`` takes from the rules (population-like, rules not tuned on it:
+            ``quality.rules_untuned_population``). Given both, every setting is also scored
+            with that choice made inside each outer training part
+            (``quality.choose_rule_behaviors``).
 
     Returns:
-        ``{(target, floor, min_positives): label sets per row}``.
+        ``{(target, floor, min_positives, from_rules): label sets per row}``; ``from_rules``
+        is ``True`` only when ``rules`` and ``untuned`` are given.
     """
     groups = np.asarray(groups)
     grid = list(itertools.product(targets, floors, min_positives))
-    preds: dict[tuple[float, float, int], list[set[str]]] = {
-        g: [set() for _ in range(len(x))] for g in grid}
+    variants = (False, True) if rules is not None and untuned is not None else (False,)
+    preds: dict[tuple[float, float, int, bool], list[set[str]]] = {
+        (*g, r): [set() for _ in range(len(x))] for g in grid for r in variants}
     outer = GroupKFold(n_splits=min(params.folds, len(set(groups))))
     for train, test in outer.split(x, groups=groups):
         final = _fit_part(x, y, groups, train, test, params, seed)
@@ -115,15 +129,47 @@ def nested_grid(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str],
             cv = score(truth, cv_preds[t, f, m], BEHAVIOR_IDS, 1)
             floor_out = {b for b in BEHAVIOR_IDS
                          if cv[b].predicted == 0 or cv[b].precision < f}
+            taken: tuple[str, ...] = ()
+            if True in variants:
+                pop = [k for k, n in enumerate(train) if untuned[n]]
+                taken = quality.choose_rule_behaviors(
+                    [truth[k] for k in pop], [rules[train[k]] for k in pop],
+                    [cv_preds[t, f, m][k] for k in pop],
+                    replace(params, precision_floor=f))
             for row, labels in zip(test, _predict(final, len(test), t, m, params.min_predicted),
                                    strict=True):
-                preds[t, f, m][row] = labels - floor_out
+                preds[t, f, m, False][row] = labels - floor_out
+                if True in variants:
+                    preds[t, f, m, True][row] = quality.mixed_behaviors(
+                        labels - floor_out, rules[row], taken)
     return preds
+
+
+def choose(cells: dict[tuple, dict], min_lower_precision: float = 0.5,
+           min_recall: float = 0.3, tie: float = 0.01) -> tuple | None:
+    """The setting the rule picks (docs/behaviors.md, "How the settings were chosen"): among
+    cells whose nested micro figures on the population-like rows have a precision interval
+    whose lower end is at least ``min_lower_precision`` and a recall of at least ``min_recall``,
+    the highest F1; F1s within ``tie`` of the best are tied, broken by precision.
+
+    Args:
+        cells: ``{setting: {"precision", "precision_lo", "recall", "f1"}}``.
+
+    Returns:
+        The chosen setting, or ``None`` when no cell is admissible.
+    """
+    ok = {k: c for k, c in cells.items()
+          if c["precision_lo"] >= min_lower_precision and c["recall"] >= min_recall}
+    if not ok:
+        return None
+    best = max(c["f1"] for c in ok.values())
+    return max((k for k, c in ok.items() if c["f1"] >= best - tie),
+               key=lambda k: ok[k]["precision"])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--c", type=float, nargs="+", default=[0.05, 0.2, 1.0])
+    parser.add_argument("--c", type=float, nargs="+", default=[0.05, 0.2])
     parser.add_argument("--targets", type=float, nargs="+", default=[0.55, 0.6, 0.65, 0.7])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.5])
     parser.add_argument("--min-positives", type=int, nargs="+", default=[8])
@@ -131,24 +177,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-bootstrap", type=int, default=1000)
     args = parser.parse_args(argv)
     dev = load_development()
-    x = learned.featurize(gold_inputs(dev), None)
+    inputs = quality.gold_inputs(dev)
+    x = learned.featurize(inputs, None)
     y = np.array([[b in g.behaviors for b in BEHAVIOR_IDS] for g in dev], dtype=int)
     truth = [set(g.behaviors) for g in dev]
+    rules = [set(i.rules.behaviors) for i in inputs]
+    untuned = [False] * len(dev)
+    for n in quality.rules_untuned_population(dev):
+        untuned[n] = True
+    pop = [n for n, g in enumerate(dev) if g.draw in POPULATION_DRAWS]
     base = learned.LearnedParams(folds=5, inner_folds=3)
+    cells = {}
+    print(f"{len(dev)} development turns, {len(pop)} population-like (scored)", flush=True)
     for c in args.c:
         grid = nested_grid(x, y, [g.id for g in dev], replace(base, regularization=c),
-                           args.targets, args.floors, args.min_positives, args.seed)
-        for (t, f, m), pred in grid.items():
-            s = score(truth, pred, BEHAVIOR_IDS, args.n_bootstrap, args.seed)
+                           args.targets, args.floors, args.min_positives, args.seed,
+                           rules, untuned)
+        for (t, f, m, r), pred in grid.items():
+            s = score([truth[n] for n in pop], [pred[n] for n in pop], BEHAVIOR_IDS,
+                      args.n_bootstrap, args.seed)
             mi = s["micro"]
+            cells[c, t, f, m, r] = {"precision": mi.precision, "recall": mi.recall, "f1": mi.f1,
+                                    "precision_lo": mi.ci["precision"][0]}
             # per behaviour: right / predicted / labelled positives
             per = " ".join(f"{b}:{round(s[b].precision * s[b].predicted)}/{s[b].predicted}/"
                            f"{s[b].support}" for b in BEHAVIOR_IDS if s[b].predicted)
-            print(f"C {c} target {t} floor {f} min_pos {m}: P {mi.precision:.3f} "
+            print(f"C {c} target {t} floor {f} min_pos {m} rules {r}: P {mi.precision:.3f} "
                   f"[{mi.ci['precision'][0]:.2f}, {mi.ci['precision'][1]:.2f}] R {mi.recall:.3f} "
                   f"[{mi.ci['recall'][0]:.2f}, {mi.ci['recall'][1]:.2f}] F1 {mi.f1:.3f} "
                   f"right {round(mi.precision * mi.predicted)} of {mi.predicted} predicted, "
                   f"{mi.support} positives | {per}", flush=True)
+    print(f"chosen (C, target, floor, min_positives, from_rules): {choose(cells)}")
 
 
 if __name__ == "__main__":

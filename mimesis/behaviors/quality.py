@@ -29,7 +29,7 @@ import numpy as np
 from mimesis.behaviors import learned
 from mimesis.behaviors.annotator import Annotator, TurnView
 from mimesis.behaviors.catalog import BEHAVIOR_IDS, TRAIT_IDS
-from mimesis.behaviors.gold import GoldTurn, load_gold
+from mimesis.behaviors.gold import POPULATION_DRAWS, GoldTurn, load_gold
 from mimesis.behaviors.rules import RuleResult, detect_rules
 from mimesis.behaviors.scoring import Score, score
 
@@ -56,6 +56,16 @@ class Quality:
     rule_traits: tuple[str, ...] = ()
     rows: dict[str, tuple[str, ...]] | None = None
     abstain: dict[str, str] | None = None  # behaviour -> why the fitted labeller never emits it
+    rule_behaviors: tuple[str, ...] = ()  # behaviours ``mixed`` takes from the rules
+
+
+def mixed_behaviors(learned_labels: set[str], rule_labels: set[str],
+                    rule_behaviors: Sequence[str]) -> set[str]:
+    """``mixed``'s behaviours of one turn: the learned labeller's, except those taken from the
+    rules (``rule_behaviors``, :func:`choose_rule_behaviors`)."""
+    taken = set(rule_behaviors)
+    return ({b for b in learned_labels if b in BEHAVIOR_IDS and b not in taken}
+            | (set(rule_labels) & taken))
 
 
 def _stratum(labels: set[str]) -> tuple[bool, ...]:
@@ -131,6 +141,32 @@ def choose_rule_traits(truth: Sequence[frozenset[str]], rules: Sequence[set[str]
     return tuple(t for t in TRAIT_IDS if s_rules[t].f1 > s_model[t].f1)
 
 
+def rules_untuned_population(gold: Sequence[GoldTurn]) -> list[int]:
+    """Rows drawn without keyword cues (:data:`POPULATION_DRAWS`) that the rule lexicons were
+    not tuned on (every row but the packaged set's dev part)."""
+    packaged = packaged_parts()
+    return [n for n, g in enumerate(gold)
+            if g.draw in POPULATION_DRAWS and packaged.get(g.id) != DEV]
+
+
+def choose_rule_behaviors(truth: Sequence[frozenset[str]], rules: Sequence[set[str]],
+                          model: Sequence[set[str]], params: learned.LearnedParams
+                          ) -> tuple[str, ...]:
+    """Behaviours whose rule labels beat the learned labeller's on the rows given (population-like
+    development rows the rules were not tuned on, :func:`rules_untuned_population`): the rules'
+    precision there reaches ``precision_floor`` on at least ``min_predicted`` predictions and
+    their F1 is higher than the learned labeller's out-of-fold F1. An enriched draw inflates
+    every precision, so the choice is made where prevalence is closest to the population's."""
+    if not truth:
+        return ()
+    s_rules = score(truth, rules, BEHAVIOR_IDS, 1)
+    s_model = score(truth, model, BEHAVIOR_IDS, 1)
+    return tuple(b for b in BEHAVIOR_IDS
+                 if s_rules[b].predicted >= params.min_predicted
+                 and s_rules[b].precision >= params.precision_floor
+                 and s_rules[b].f1 > s_model[b].f1)
+
+
 def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed | None,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0) -> Quality:
     """Score every labeller on its part of ``gold`` and fit the learned labeller on all of it.
@@ -149,13 +185,20 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
         preds["union"] = [m | r for m, r in zip(model, rule_sets, strict=True)]
     x = learned.featurize(inputs, embed, params.embed_chars)
     y = np.array([[label in t for label in LABELS] for t in truth], dtype=int)
+    # turns labelled for behaviours only neither fit nor score a trait
+    known = np.array([[g.traits_labelled or label in BEHAVIOR_IDS for label in LABELS]
+                      for g in gold], dtype=bool).reshape(len(gold), len(LABELS))
     groups, keys = [g.id for g in gold], [f"{g.id}#{g.turn_index}" for g in gold]
-    oof, _ = learned.cross_validate(x, y, groups, LABELS, params, seed, keys)
-    dev = [n for n, p in enumerate(parts) if p == DEV]
+    oof, _ = learned.cross_validate(x, y, groups, LABELS, params, seed, keys, known)
+    dev = [n for n, p in enumerate(parts) if p == DEV and gold[n].traits_labelled]
     rule_traits = choose_rule_traits([truth[n] for n in dev], [rule_sets[n] for n in dev],
                                      [oof[n] for n in dev])
+    pop = rules_untuned_population(gold)
+    rule_behaviors = choose_rule_behaviors([truth[n] for n in pop], [rule_sets[n] for n in pop],
+                                           [oof[n] for n in pop], params)
     annotated = [a - set(TRAIT_IDS) for a in preds.get("annotator", [set()] * len(gold))]
-    preds["mixed"] = [{b for b in m | a if b in BEHAVIOR_IDS}
+    preds["mixed"] = [mixed_behaviors(m, r, rule_behaviors)
+                      | {b for b in a if b in BEHAVIOR_IDS}
                       | {t for t in TRAIT_IDS if t in (r if t in rule_traits else m)}
                       | ({"thanks_and_leave"} & r)
                       for a, r, m in zip(annotated, rule_sets, oof, strict=True)]
@@ -163,21 +206,27 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     rows = {TEST: [n for n, p in enumerate(parts) if p == TEST], CV: list(range(len(gold)))}
 
     def scored(names: Sequence[str], part: str) -> dict[str, dict[str, dict[str, Score]]]:
-        t = [truth[n] for n in rows[part]]
-        return {name: {group: score(t, [preds[name][n] for n in rows[part]], ids, n_bootstrap,
-                                    seed)
-                       for group, ids in (("behaviors", BEHAVIOR_IDS), ("traits", TRAIT_IDS))}
-                for name in names}
+        out = {}
+        for name in names:
+            out[name] = {}
+            for group, ids in (("behaviors", BEHAVIOR_IDS), ("traits", TRAIT_IDS)):
+                idx = [n for n in rows[part] if group == "behaviors" or gold[n].traits_labelled]
+                out[name][group] = score([truth[n] for n in idx],
+                                         [preds[name][n] for n in idx], ids, n_bootstrap, seed)
+        return out
 
     scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "mixed", "learned"], TEST),
               CV: scored(["mixed", "learned"], CV)}
-    final = learned.fit(x, y, groups, LABELS, params, seed, keys)
-    abstain = abstentions(final, score(truth, oof, BEHAVIOR_IDS, 1), y, params)
+    final = learned.fit(x, y, groups, LABELS, params, seed, keys, known)
+    abstain = {b: why for b, why in
+               abstentions(final, score(truth, oof, BEHAVIOR_IDS, 1), y, params).items()
+               if b not in rule_behaviors}
     for b in abstain:  # an infinite threshold never fires; the model stays for inspection
         if b in final.models:
             final.models[b].threshold = float("inf")
     return Quality(scores, final, len(gold), rule_traits,
-                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()}, abstain)
+                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()}, abstain,
+                   rule_behaviors)
 
 
 def abstentions(labeller: learned.LearnedLabeller, cv: dict[str, Score], y: np.ndarray,
@@ -227,6 +276,7 @@ def table(quality: Quality) -> dict:
                       CV: "all turns, grouped cross-validation (learned and mixed only)",
                       "turns": {p: len(k) for p, k in (quality.rows or {}).items()}},
             "mixed_traits_from_rules": list(quality.rule_traits),
+            "mixed_behaviors_from_rules": list(quality.rule_behaviors),
             "thresholds": {k: m.threshold for k, m in quality.labeller.models.items()},
             "scores": {part: {name: {group: {label: {**s.flat()} for label, s in per.items()}
                                      for group, per in groups.items()}

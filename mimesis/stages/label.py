@@ -112,7 +112,8 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
             max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
             combine_mode=params.combine, trait_min_share=params.trait_min_share,
             learn=_learner(figures.labeller, embed, params.learned),
-            rule_traits=figures.rule_traits if params.combine == "mixed" else ())
+            rule_traits=figures.rule_traits if params.combine == "mixed" else (),
+            rule_behaviors=figures.rule_behaviors if params.combine == "mixed" else ())
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json(out_dir / "quality.json", {**quality.table(figures), "independent": transfer})
         for split in SPLITS:
@@ -169,7 +170,8 @@ def print_quality(figures: quality.Quality) -> None:
                              f"R {m.recall:.2f} {_ci(m, 'recall')} F1 {m.f1:.2f} {_ci(m, 'f1')}")
             print(f"label gold {part} ({sizes.get(part, '?')} turns) {name:9s}: "
                   + "; ".join(cells))
-    print(f"label mixed takes from the rules: {list(figures.rule_traits) or 'no trait'}")
+    print(f"label mixed takes from the rules: {list(figures.rule_traits) or 'no trait'}, "
+          f"{list(figures.rule_behaviors) or 'no behaviour'}")
 
 
 def _ci(s, name: str) -> str:
