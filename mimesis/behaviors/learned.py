@@ -83,14 +83,16 @@ class LearnedParams:
     folds: int = 5  # outer grouped CV folds for the figures on the labelled set
     inner_folds: int = 3  # grouped folds inside a training set that choose each threshold
     min_positives: int = 8  # labels with fewer hand-labelled positives get no model (abstain)
-    target_precision: float = 0.6  # a threshold must reach this out-of-fold precision ...
+    target_precision: float = 0.7  # a threshold must reach this out-of-fold precision ...
     min_predicted: int = 3  # ... on at least this many predictions, else the label abstains
-    regularization: float = 0.05  # C of the behaviour regressions (traits: 1; smaller = stronger)
+    regularization: float = 0.2  # C of the behaviour regressions (traits: 1; smaller = stronger)
     embed_chars: int = 600  # characters of each text embedded (MiniLM keeps <= 128 tokens)
     embeddings: bool = False  # behaviour models also read MiniLM embeddings (cross-validated on
     # the 510 labelled turns they lowered micro P/R over B1-B13 from 0.76/0.39 to 0.73/0.30)
     precision_floor: float = 0.5  # a behaviour whose cross-validated precision on the labelled
     # set is below this (or that is never predicted there) abstains
+    behaviors_from_rules: bool = True  # ``mixed`` may take a behaviour from the rules
+    # (``quality.choose_rule_behaviors``)
 
     def __post_init__(self) -> None:
         if self.folds < 2 or self.inner_folds < 2:

@@ -194,8 +194,9 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     rule_traits = choose_rule_traits([truth[n] for n in dev], [rule_sets[n] for n in dev],
                                      [oof[n] for n in dev])
     pop = rules_untuned_population(gold)
-    rule_behaviors = choose_rule_behaviors([truth[n] for n in pop], [rule_sets[n] for n in pop],
-                                           [oof[n] for n in pop], params)
+    rule_behaviors = choose_rule_behaviors(
+        [truth[n] for n in pop], [rule_sets[n] for n in pop], [oof[n] for n in pop],
+        params) if params.behaviors_from_rules else ()
     annotated = [a - set(TRAIT_IDS) for a in preds.get("annotator", [set()] * len(gold))]
     preds["mixed"] = [mixed_behaviors(m, r, rule_behaviors)
                       | {b for b in a if b in BEHAVIOR_IDS}

@@ -1,6 +1,6 @@
-"""The extra development turns (``gold_dev_extra.jsonl``, ``gold_dev_extra2.jsonl``): provenance,
-disjointness from every other labelled set, the positives they add, the loader's errors, and the
-draw's cue tests."""
+"""The extra development turns (``gold_dev_extra.jsonl``, ``gold_dev_extra2.jsonl`` and
+``gold_dev_extra3.jsonl``, the first independent set): provenance, disjointness from every other
+labelled set, the positives they add, the loader's errors, and the draw's cue tests."""
 
 from __future__ import annotations
 
@@ -39,15 +39,25 @@ def test_header_names_source_seed_selection_and_blind_labelling(name, seed, leas
     assert Counter(r.cue or "random" for r in rows) == Counter(meta["drawn"])
 
 
+def test_the_first_independent_set_is_development_data_for_behaviours_only():
+    meta, rows = load_dev_extra(default_extra_path(DEV_EXTRA_FILES[2]))
+    assert meta["seed"] == 36 and "indepselect" in meta["draw"] and "blind" in meta["labelled"]
+    assert "development data" in meta["selection"] and "traits_labelled" in meta["labels"]
+    assert len(rows) == 220 and {r.draw for r in rows} == {"random", "later"}
+    assert not any(r.traits_labelled or r.traits for r in rows)
+    assert sum(len(r.behaviors) for r in rows) == 54
+    fresh = load_independent()[0]
+    assert fresh["seed"] == 39 and "gold_dev_extra3.jsonl" in fresh["excluded"]
+
+
 def test_the_sets_share_no_conversation_but_the_declared_overlap():
     gold_ids = {g.id for g in load_gold()}
-    first, second = ({r.id for r in load_dev_extra(default_extra_path(n))[1]}
-                     for n in DEV_EXTRA_FILES)
-    extra_ids = first | second
+    files = [{r.id for r in load_dev_extra(default_extra_path(n))[1]} for n in DEV_EXTRA_FILES]
+    extra_ids = set().union(*files)
     indep = load_independent()[1]
     held_ids = {r.id for r in indep if r.draw != "overlap"}
     overlap_ids = {r.id for r in indep if r.draw == "overlap"}
-    assert not first & second and len(extra_ids) == len(load_dev_extras())
+    assert sum(map(len, files)) == len(extra_ids) == len(load_dev_extras())
     assert not extra_ids & gold_ids and not extra_ids & held_ids and not held_ids & gold_ids
     assert overlap_ids <= gold_ids and not overlap_ids & extra_ids  # the declared overlap only
     # the leak check of every label run covers the extra turns too
@@ -55,21 +65,28 @@ def test_the_sets_share_no_conversation_but_the_declared_overlap():
     assert len(held) == len(held_ids) and len(pairs) == len(overlap_ids)
 
 
-def test_the_second_draw_repeats_no_labelled_turn_under_another_id():
-    # ShareGPT holds copies of one chat under several ids: the seed-38 draw skipped them
+def test_the_later_draws_repeat_no_labelled_turn_under_another_id():
+    # ShareGPT holds copies of one chat under several ids: the seed-38 and seed-39 draws
+    # skipped them
     second = load_dev_extra(default_extra_path(DEV_EXTRA_FILES[1]))[1]
-    others = [*load_gold(), *load_dev_extra()[1], *load_independent()[1]]
-    keys = {(r.prev_agent, r.text) for r in others}
+    first_indep = load_dev_extra(default_extra_path(DEV_EXTRA_FILES[2]))[1]
+    keys = {(r.prev_agent, r.text) for r in [*load_gold(), *load_dev_extra()[1], *first_indep]}
     assert not [r.id for r in second if (r.prev_agent, r.text) in keys]
     assert len({(r.prev_agent, r.text) for r in second}) == len(second)
+    fresh = [r for r in load_independent()[1] if r.draw != "overlap"]
+    keys |= {(r.prev_agent, r.text) for r in second}
+    assert not [r.id for r in fresh if (r.prev_agent, r.text) in keys]
+    assert len({(r.prev_agent, r.text) for r in fresh}) == len(fresh)
 
 
 def test_the_second_draw_lifts_b3_to_min_positives():
     second = Counter(b for r in load_dev_extra(default_extra_path(DEV_EXTRA_FILES[1]))[1]
                      for b in r.behaviors)
     before = Counter(b for g in [*load_gold(), *load_dev_extra()[1]] for b in g.behaviors)
+    third = Counter(b for r in load_dev_extra(default_extra_path(DEV_EXTRA_FILES[2]))[1]
+                    for b in r.behaviors)
     after = Counter(b for g in load_development() for b in g.behaviors)
-    assert before["B3"] < 8 <= after["B3"] and after == before + second
+    assert before["B3"] < 8 <= before["B3"] + second["B3"] and after == before + second + third
     assert {b: second[b] for b in ("B1", "B7", "B9")} == {"B1": 6, "B7": 9, "B9": 7}
 
 

@@ -81,6 +81,17 @@ def test_mixed_takes_behaviours_from_the_learned_labeller_and_annotator_traits_p
                    rule_traits=("pasted_content",))[1] == []
 
 
+def test_mixed_takes_a_chosen_behaviour_from_the_rules_and_only_from_them():
+    rule = RuleResult(behaviors=["B12", "B2"], traits=[])
+    behaviors, _, sources = combine(rule, None, PRODUCER, "mixed", {"B2"},
+                                    rule_behaviors=("B12",))
+    assert behaviors == ["B2", "B12"] and sources == {"B2": [LEARNED], "B12": ["rules"]}
+    # the learned labeller's B12 is dropped when B12 comes from the rules and they say no
+    assert combine(RuleResult(), None, PRODUCER, "mixed", {"B12", "B2"},
+                   rule_behaviors=("B12",))[0] == ["B2"]
+    assert combine(rule, None, PRODUCER, "mixed", {"B2"})[0] == ["B2"]  # nothing chosen
+
+
 def test_prepare_cuts_to_max_user_turns_and_marks_not_ended():
     long = conv("a", *CONVERSATIONS[2])
     cut = prepare(long, max_user_turns=2)

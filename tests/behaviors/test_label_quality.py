@@ -147,8 +147,12 @@ def test_mixed_is_scored_out_of_fold_with_the_learned_behaviours():
                         learned.LearnedParams(folds=2, inner_folds=2), n_bootstrap=20)
     assert set(q.scores["cv"]) == {"mixed", "learned"}
     cv = q.scores["cv"]
-    for b in BEHAVIOR_IDS:  # no annotator ids: mixed's behaviours are the out-of-fold ones
-        assert cv["mixed"]["behaviors"][b].predicted == cv["learned"]["behaviors"][b].predicted
+    for b in BEHAVIOR_IDS:  # no annotator ids: mixed's behaviours are the out-of-fold ones,
+        if b not in q.rule_behaviors:  # but for those it takes from the rules
+            assert cv["mixed"]["behaviors"][b].predicted == cv["learned"]["behaviors"][b].predicted
+    rules = [set(i.rules.behaviors) for i in gold_inputs(gold)]
+    for b in q.rule_behaviors:
+        assert cv["mixed"]["behaviors"][b].predicted == sum(b in r for r in rules)
 
 
 def test_appending_a_batch_keeps_the_parts_of_earlier_turns():
@@ -198,3 +202,40 @@ def test_mixed_takes_a_trait_from_the_rules_only_when_better_on_the_rows_given()
     model = [set(), {"typo_rich"}, {"pasted_content"}]
     assert quality.choose_rule_traits(truth, rules, model) == ("pasted_content",)
     assert quality.choose_rule_traits([], [], []) == ()
+
+
+def test_mixed_takes_a_behaviour_from_the_rules_only_when_precise_and_better():
+    params = learned.LearnedParams(min_predicted=2, precision_floor=0.5)
+    truth = [frozenset({"B12"}), frozenset({"B12"}), frozenset(), frozenset({"B2"}),
+             frozenset({"B7"}), frozenset()]
+    rules = [{"B12"}, {"B12"}, {"B12"}, {"B2"}, {"B7"}, set()]
+    model = [set(), {"B12"}, set(), {"B2"}, set(), set()]
+    # B12: rules 2/3 right, F1 0.8 > learned 0.67; B2: a tie keeps the learned labeller;
+    # B7: right, but on one prediction (< min_predicted)
+    assert quality.choose_rule_behaviors(truth, rules, model, params) == ("B12",)
+    strict = learned.LearnedParams(min_predicted=2, precision_floor=0.7)
+    assert quality.choose_rule_behaviors(truth, rules, model, strict) == ()
+    assert quality.choose_rule_behaviors([], [], [], params) == ()
+    assert quality.mixed_behaviors({"B2", "B12"}, {"B7"}, ("B12", "B7")) == {"B2", "B7"}
+
+
+def test_traits_fit_only_the_turns_labelled_for_traits():
+    gold = load_gold()[:160]
+    x = learned.featurize(gold_inputs(gold), None)
+    y = np.array([[label in g.labels for label in LABELS] for g in gold], dtype=int)
+    groups = np.array([g.id for g in gold])
+    params = learned.LearnedParams(folds=2, inner_folds=2)
+    keep = np.arange(len(gold)) % 3 != 0  # a third labelled for behaviours only
+    known = np.array([[keep[n] or label in BEHAVIOR_IDS for label in LABELS]
+                      for n in range(len(gold))])
+    blank = y.copy()
+    blank[~keep, len(BEHAVIOR_IDS):] = 0  # their empty trait lists must not count as "no trait"
+    masked = learned.fit(x, blank, groups, LABELS, params, known=known)
+    subset = learned.fit(x[keep], y[keep], groups[keep], LABELS, params)
+    t = "typo_rich"
+    assert masked.models[t].threshold == subset.models[t].threshold
+    np.testing.assert_allclose(masked.models[t].classifier.predict_proba(x)[:, 1],
+                               subset.models[t].classifier.predict_proba(x)[:, 1])
+    unmasked = learned.fit(x, blank, groups, LABELS, params)
+    assert not np.allclose(unmasked.models[t].classifier.predict_proba(x)[:, 1],
+                           subset.models[t].classifier.predict_proba(x)[:, 1])
