@@ -74,28 +74,26 @@ def test_a_20000_message_request_is_refused_within_2_s_before_any_tokenization()
     assert backend.prompt_calls == backend.generate_calls == 0
 
 
-def test_with_the_limits_lifted_time_per_request_grows_linearly_up_to_20000_messages() -> None:
+def test_with_the_limits_lifted_a_request_renders_its_prompt_o_log_n_times() -> None:
     # Before fitting galloped, each dropped exchange re-counted the whole history: quadratic
-    # (10x the messages took ~100x the time; 40+ min for 20,000 with a real tokenizer).
+    # (10x the messages took ~100x the time; 40+ min for 20,000 with a real tokenizer). The
+    # count of prompt renders is what grew; the time per request is measured by
+    # benchmarks/serve_long_history.py, not here.
     backend = CountingBackend(ScriptedUser(end_at=99_999), max_prompt_tokens=400)
     config = ServeConfig(max_messages=50_000, max_total_chars=10**7, max_body_bytes=10**7)
 
-    def seconds(http: httpx.Client, n: int) -> float:
-        body = {"messages": history(n), "max_tokens": 4, "scenario": GOAL}
-        times = []
-        for _ in range(2):
-            started = time.perf_counter()
-            r = http.post("/v1/chat/completions", json=body)
-            times.append(time.perf_counter() - started)
-            assert r.status_code == 200, r.text
-        return min(times)
+    def renders(http: httpx.Client, n: int) -> int:
+        before = backend.prompt_calls
+        r = http.post("/v1/chat/completions",
+                      json={"messages": history(n), "max_tokens": 4, "scenario": GOAL})
+        assert r.status_code == 200, r.text
+        return backend.prompt_calls - before
 
     with serve(backend, config, max_turns=50_000) as base, httpx.Client(base_url=base,
                                                                         timeout=120) as http:
-        small, calls_small = seconds(http, 2000), backend.prompt_calls
-        large = seconds(http, 20_000)
-    assert large / small < 25, (small, large)  # linear: ~10; quadratic: ~100
-    assert backend.prompt_calls - calls_small < 2 * calls_small + 60  # O(log n) renders each
+        small, large = renders(http, 2000), renders(http, 20_000)
+    # 10x the messages: a few more renders (log2 10 ~ 3.3 more halvings), not 10x or 9,000 more
+    assert 0 < small and large < 2 * small + 30, (small, large)
 
 
 def test_fitting_renders_log_many_suffixes() -> None:
