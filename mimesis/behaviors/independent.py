@@ -1,7 +1,7 @@
 """The independent labelled set (``data/gold_independent.jsonl``): real user turns drawn from
-conversations outside the packaged set (``mimesis.behaviors.indepselect``) and labelled by hand
-from the guide in ``docs/behaviors.md``, blind to the labeller; plus an ``overlap`` of packaged
-turns relabelled the same way, blind to their packaged labels.
+conversations outside every development file (``mimesis.behaviors.indepselect``) and labelled by
+reading, from the guide in ``docs/behaviors.md``, blind to the labeller; plus an ``overlap`` of
+packaged turns relabelled the same way, blind to their packaged labels.
 
 What it measures, every ``label`` run:
 
