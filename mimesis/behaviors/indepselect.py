@@ -26,7 +26,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from mimesis.behaviors.gold import load_gold
+from mimesis.behaviors.gold import load_development, load_gold
 from mimesis.behaviors.goldselect import CONTEXT_CHARS, MAX_TURN, TURN_CHARS, render
 from mimesis.data.normalize import RejectError, check_caps, detect_english, normalize_group
 from mimesis.data.pii import scrub_conversation
@@ -107,6 +107,15 @@ def _turn_key(turns: list[dict], i: int) -> tuple[str, str]:
     return (turns[i - 1]["text"][:CONTEXT_CHARS] if i else "", turns[i]["text"][:TURN_CHARS])
 
 
+def development_exclusions() -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    """``(conversation ids, (agent reply before, turn) keys)`` of the development data, for
+    :func:`select`'s ``exclude`` and ``seen``. A new independent set replaces the current one,
+    which then joins the development data (``gold.DEV_EXTRA_FILES``)."""
+    dev = load_development()
+    return (frozenset(g.id for g in dev),
+            frozenset((g.prev_agent[:CONTEXT_CHARS], g.text[:TURN_CHARS]) for g in dev))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -116,13 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--exclude", choices=("packaged", "labelled"), default="labelled",
                         help="leave out the packaged set's conversations only (the first "
-                             "independent draw), or every labelled set's and their copies")
+                             "independent draw), or all development data's and their copies")
     args = parser.parse_args(argv)
-    exclude, seen = frozenset(), frozenset()
-    if args.exclude == "labelled":
-        from mimesis.behaviors.devselect import excluded_ids, labelled_turns
-
-        exclude, seen = excluded_ids(), labelled_turns()
+    exclude, seen = development_exclusions() if args.exclude == "labelled" else (frozenset(),
+                                                                                 frozenset())
     rows = select(args.n_random, args.n_later, args.n_overlap, args.seed,
                   exclude=exclude, seen=seen)
     args.out.mkdir(parents=True, exist_ok=True)

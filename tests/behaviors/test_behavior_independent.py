@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from test_label import CopyingBackend
 
-from mimesis.behaviors import independent, learned, quality
+from mimesis.behaviors import independent, indepselect, learned, quality
 from mimesis.behaviors.annotator import Annotator, AnnotatorParams
 from mimesis.behaviors.catalog import BEHAVIOR_IDS
-from mimesis.behaviors.gold import GoldError, load_gold
+from mimesis.behaviors.gold import GoldError, load_development, load_gold
 from mimesis.behaviors.independent import IndependentTurn, agreement, load_independent
 from mimesis.behaviors.scoring import score
 
@@ -120,3 +120,20 @@ def test_transfer_block_and_metrics_from_a_fitted_labeller():
     assert m["label_independent_micro_recall"] == micro["recall"]
     assert "label_independent_random_micro_precision" in m and "label_independent.B2.f1" in m
     assert "label_independent_kappa.B2" in m and "label_independent_kappa.B13" not in m
+
+
+@pytest.mark.slow
+def test_the_packaged_set_is_what_its_draw_command_gives():
+    # provenance: the header's command, run again, draws the same turns (the one copy of
+    # another row under a second id, dropped from the file, aside)
+    meta, rows = load_independent()
+    assert "--seed 39 --n-random 280 --n-later 180 --n-overlap 40" in meta["draw"]
+    exclude, seen = indepselect.development_exclusions()
+    assert len(exclude) == len(load_development())
+    drawn = indepselect.select(280, 180, 40, 39, exclude=exclude, seen=seen)
+    keys = [(r["id"], r["turn_index"], r["draw"], r["text"]) for r in drawn]
+    kept = [(r.id, r.turn_index, r.draw, r.text) for r in rows]
+    assert len(keys) == 500 and len(kept) == 499
+    missing = [k for k in keys if k not in kept]
+    assert len(missing) == 1 and [k[3] for k in keys].count(missing[0][3]) == 2
+    assert [k for k in keys if k != missing[0]] == kept  # same rows, same shuffled order
