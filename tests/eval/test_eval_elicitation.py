@@ -154,21 +154,26 @@ def test_bootstrap_ci_contains_the_mean_and_is_degenerate_for_identical_scenario
 
 
 def test_table_averages_scenarios_and_resamples_their_episodes_together():
-    # Scenario 0: three episodes that ask first; scenario 1: one that answers at once.
-    eps = [episode([ask(), answer()], seed=0) for _ in range(3)] + [episode([answer()], seed=1)]
+    # Scenario 0: three episodes that ask first; scenarios 1-4: one each that answers at once.
+    eps = [episode([ask(), answer()], seed=0) for _ in range(3)]
+    eps += [episode([answer()], seed=s) for s in range(1, 5)]
     (row,) = elicitation_table({("base", "frozen"): eps}, n_bootstrap=300)
     assert (row["agent"], row["user"], row["env"], row["n"], row["n_scenarios"]) == (
-        "base", "frozen", "ALL", 4, 2)
-    assert row["ask_rate"] == 0.5  # mean of scenario means, not 3/4 of episodes
-    assert row["ask_rate_ci_low"] == 0.0 and row["ask_rate_ci_high"] == 1.0
-    assert row["questions"] == 0.5 and row["turns"] == 1.5
+        "base", "frozen", "ALL", 7, 5)
+    assert row["ask_rate"] == 0.2  # mean of scenario means, not 3/7 of episodes
+    # a resample holds scenario 0 (all three of its episodes together) 0 to 5 times
+    assert row["ask_rate_ci_low"] == 0.0 and 0.4 <= row["ask_rate_ci_high"] <= 1.0
+    assert row["questions"] == 0.2 and row["turns"] == 1.2
     assert math.isnan(row["elicited_fraction"])  # nothing hidden outside TravelGym
+    (few,) = elicitation_table({("base", "frozen"): eps[:4]}, n_bootstrap=300)
+    assert few["n_scenarios"] == 2 and few["ask_rate"] == 0.5  # too few scenarios for a CI
+    assert math.isnan(few["ask_rate_ci_low"]) and math.isnan(few["ask_rate_ci_high"])
 
 
 def test_table_identical_scenarios_give_a_zero_width_ci():
     kind, pref = prefs(0)[0]
     eps = [travel_episode([ask(preference_text(kind, pref)), answer()]) for _ in range(2)]
-    eps += [episode([ask(), answer()], seed=s) for s in (5, 6)]
+    eps += [episode([ask(), answer()], seed=s) for s in range(5, 10)]
     rows = elicitation_table({("grpo", "agenda"): eps}, by_env=True, n_bootstrap=200)
     travel_row, function_row = rows
     assert (travel_row["env"], function_row["env"]) == ("TravelGym", "FunctionGym")
@@ -181,11 +186,11 @@ def test_table_identical_scenarios_give_a_zero_width_ci():
 
 def test_cells_from_records_and_markdown():
     records = [{"agent": a, "user": u, **episode([ask(), answer()], seed=s).model_dump(
-        mode="json")} for a in ("base", "grpo") for u in ("frozen",) for s in range(3)]
+        mode="json")} for a in ("base", "grpo") for u in ("frozen",) for s in range(5)]
     cells = cells_from_records(records)
     assert list(cells) == [("base", "frozen"), ("grpo", "frozen")]
     rows = elicitation_table(cells, n_bootstrap=100)
     table = elicitation_markdown(rows).splitlines()
     assert table[0].split(" | ")[5:] == [*list(METRICS)[:-1], f"{list(METRICS)[-1]} |"]
-    assert len(table) == 4 and table[2].startswith("| base | frozen | ALL | 3 | 3 | 1.00 [1.00")
+    assert len(table) == 4 and table[2].startswith("| base | frozen | ALL | 5 | 5 | 1.00 [1.00")
     assert "| – |" in table[3]  # fractions undefined outside TravelGym

@@ -14,7 +14,13 @@ from mimesis.envs.registry import success_thresholds
 from mimesis.eval.agents import pairs as agent_pairs
 from mimesis.eval.agents.arms import agent_sources, check_arms, trained_specs
 from mimesis.eval.agents.evaluate import EvalRolloutParams, evaluate_agents, load_agent
-from mimesis.eval.agents.pairs import outcome_rows, paired_bootstrap, paired_differences, verdict
+from mimesis.eval.agents.pairs import (
+    MIN_SCENARIOS,
+    outcome_rows,
+    paired_bootstrap,
+    paired_differences,
+    verdict,
+)
 from mimesis.eval.agents.run import AgentComparisonParams
 from mimesis.eval.agents.stats import episode_rows, success_threshold
 from mimesis.eval.agents.tables import comparison_table_markdown, diff_plot
@@ -65,7 +71,8 @@ def test_identical_agents_get_identical_episodes_and_user_replies():
         assert replies, f"{user} never replied: the test would compare nothing"
     outcomes = [r for (a, u), eps in seen.items() for r in outcome_rows(a, u, eps)]
     for d in paired_differences(outcomes, [("a", "b")], n_bootstrap=50):
-        assert (d["mean_reward"], d["mean_reward_ci_low"], d["mean_reward_ci_high"]) == (0, 0, 0)
+        assert d["mean_reward"] == 0  # 3 scenarios per env, fewer than MIN_SCENARIOS: no CI
+        assert math.isnan(d["mean_reward_ci_low"]) and math.isnan(d["mean_reward_ci_high"])
         assert d["mean_reward_verdict"] == d["success_rate_verdict"] == "noise"
 
 
@@ -89,7 +96,7 @@ def test_paired_bootstrap_of_a_constant_shift_is_that_shift():
 
 
 def test_paired_bootstrap_of_identical_arms_is_zero():
-    x = {"X": [0.0, 1.0, 0.5, 1.0], "Y": [1.0, 0.0, 0.0]}
+    x = {"X": [0.0, 1.0, 0.5, 1.0, 0.0], "Y": [1.0, 0.0, 0.0, 0.5, 1.0]}
     out = paired_bootstrap(x, x, n_bootstrap=500)
     assert out["X"] == out["Y"] == out["ALL"] == (0.0, 0.0, 0.0)
     assert verdict(*out["ALL"][1:]) == "noise"
@@ -112,9 +119,14 @@ def test_paired_bootstrap_resamples_both_arms_with_the_same_scenarios():
     assert u_hi - u_lo > 0.1 and u_lo < 0 < u_hi
 
 
-def test_paired_bootstrap_needs_two_scenarios_for_a_ci():
-    out = paired_bootstrap({"X": [1.0], "Y": [1.0, 0.0]}, {"X": [0.0], "Y": [0.0, 0.0]})
+def test_paired_bootstrap_needs_min_scenarios_for_a_ci():
+    # Two scenarios that agree give a zero-width interval whatever the truth (each resample
+    # draws them, in some mix): with fewer than MIN_SCENARIOS there is no CI and no "real".
+    assert MIN_SCENARIOS == 5
+    few = [1.0] * (MIN_SCENARIOS - 1)
+    out = paired_bootstrap({"X": few, "Y": [1.0, 0.0] * 3}, {"X": [0.0] * 4, "Y": [0.0] * 6})
     assert out["X"][0] == 1.0 and math.isnan(out["X"][1]) and verdict(*out["X"][1:]) == "noise"
+    assert out["Y"][1] < out["Y"][2]  # six scenarios: an interval
     assert math.isnan(out["ALL"][1])  # one env without a CI: no overall CI either
     with pytest.raises(ValueError, match="paired"):
         paired_bootstrap({"X": [1.0, 0.0]}, {"X": [1.0]})
@@ -131,7 +143,7 @@ def test_paired_differences_rows_table_and_plot(tmp_path):
     for user in ("frozen", "agenda"):
         for agent, shift in (("base", 0.0), ("grpo", 1.0)):
             eps = [_ep("FunctionGym", s, float(s % 2 or shift)) for s in range(6)]
-            eps += [_ep("TelepathyGym", s, 0.5 if s % 3 == 0 else 0.0) for s in range(4)]
+            eps += [_ep("TelepathyGym", s, 0.5 if s % 3 == 0 else 0.0) for s in range(6)]
             rows += outcome_rows(agent, user, eps)
     diffs = paired_differences(rows, [("grpo", "base")], n_bootstrap=200)
     assert [(d["user"], d["env"]) for d in diffs] == [
@@ -140,11 +152,11 @@ def test_paired_differences_rows_table_and_plot(tmp_path):
     assert f["mean_reward"] == pytest.approx(0.5) and f["n"] == f["n_scenarios"] == 6
     assert f["mean_reward_a"] == 1.0 and f["mean_reward_b"] == pytest.approx(0.5)
     assert t["mean_reward"] == 0.0 and t["mean_reward_verdict"] == "noise"
-    assert t["success_rate_a"] == pytest.approx(0.5)  # 0.5 is a right guess in TelepathyGym
-    assert overall["mean_reward"] == pytest.approx(0.25) and overall["n"] == 10
+    assert t["success_rate_a"] == pytest.approx(1 / 3)  # 0.5 is a right guess in TelepathyGym
+    assert overall["mean_reward"] == pytest.approx(0.25) and overall["n"] == 12
     assert overall["mean_reward_ci_low"] > 0 and overall["mean_reward_verdict"] == "real"
     table = comparison_table_markdown(diffs)
-    assert "| grpo − base | frozen | ALL | 10 | 0.250 |" in table and "real" in table
+    assert "| grpo − base | frozen | ALL | 12 | 0.250 |" in table and "real" in table
     data = diff_plot(diffs, tmp_path / "plots" / "agent_diffs.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     with pytest.raises(ValueError, match="same scenarios"):
@@ -369,7 +381,9 @@ def test_run_agent_evaluation_writes_paired_report(tmp_path):
     assert 0 <= cell["format_compliance"] <= 1 and cell["mean_turns"] >= 1
     assert set(metrics["diff"]) == {"sft-base", "grpo-sft", "grpo-grpo-prompted", "csd-grpo"}
     overall = metrics["diff"]["grpo-sft"]["agenda"]["ALL"]
-    assert overall["n"] == 4 and overall["mean_reward_ci_low"] <= overall["mean_reward_ci_high"]
+    # 2 scenarios per env, fewer than MIN_SCENARIOS: no interval, so no "real" verdict
+    assert overall["n"] == 4 and overall["mean_reward_ci_low"] is None
+    assert overall["mean_reward_ci_high"] is None
     report = json.loads((out / "agents.json").read_text())
     assert len(report["comparisons"]) == 4 * len(users) * (len(ENVS) + 1)
     assert {"rows", "success_thresholds"} <= set(report)

@@ -156,8 +156,10 @@ def scenario_bootstrap(values: Sequence[float], n_bootstrap: int = 1000, ci: flo
         ``(mean, ci_low, ci_high)``; all NaN without values, the bounds NaN with fewer than
         :data:`~mimesis.eval.agents.pairs.MIN_SCENARIOS` scenarios.
 
-    >>> scenario_bootstrap([0.5, 0.5, 0.5])
+    >>> scenario_bootstrap([0.5, 0.5, 0.5, 0.5, 0.5])
     (0.5, 0.5, 0.5)
+    >>> scenario_bootstrap([0.0, 1.0])  # too few scenarios for an interval
+    (0.5, nan, nan)
     """
     x = np.asarray(values, dtype=float)
     if x.size == 0:

@@ -14,7 +14,8 @@ index within the scenario). For a comparison ``a − b`` under one user:
   averages envs), its CI from resampling scenarios within each env, then averaging the env means;
 - a plain-words verdict: ``real`` when the CI excludes 0, else ``noise``. Fewer than
   :data:`MIN_SCENARIOS` scenarios (in any env, for ``ALL``) give no CI and the verdict ``noise``:
-  a bootstrap over one scenario has zero width whatever the truth.
+  a bootstrap over one scenario has zero width whatever the truth, and over two it has three
+  possible resample means (zero width when the two agree), so its percentiles say nothing.
 
 Efron & Tibshirani (1993), *An Introduction to the Bootstrap*, ch. 13 (percentile interval) and
 §6.9 (paired data).
@@ -31,7 +32,7 @@ import numpy as np
 from mimesis.eval.agents.stats import _EPS, ALL_ENVS, success_threshold
 from mimesis.rollout.records import Episode
 
-MIN_SCENARIOS = 2
+MIN_SCENARIOS = 5
 METRICS = ("mean_reward", "success_rate")
 
 
@@ -70,7 +71,7 @@ def paired_bootstrap(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[
     Raises:
         ValueError: different envs, or different numbers of scenarios for ``a`` and ``b``.
 
-    >>> out = paired_bootstrap({"X": [0.2, 0.9, 0.5]}, {"X": [0.1, 0.8, 0.4]})
+    >>> out = paired_bootstrap({"X": [0.2, 0.9, 0.5, 0.3, 0.7]}, {"X": [0.1, 0.8, 0.4, 0.2, 0.6]})
     >>> [round(v, 6) for v in out["X"]], [round(v, 6) for v in out["ALL"]]
     ([0.1, 0.1, 0.1], [0.1, 0.1, 0.1])
     """
