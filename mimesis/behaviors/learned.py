@@ -298,8 +298,13 @@ def fit(x: pd.DataFrame, y: np.ndarray, groups: Sequence[str], labels: Sequence[
         keys: Row identities recorded in ``trained_on`` (for leak checks).
         known: Optional bool mask, shape of ``y``: a label's model fits only the rows where it
             was labelled (turns labelled for behaviours only say nothing about traits).
+
+    Raises:
+        ValueError: ``known`` is not shaped like ``y``.
     """
     groups = np.asarray(groups)
+    if known is not None and known.shape != y.shape:
+        raise ValueError(f"known mask of shape {known.shape} for labels of shape {y.shape}")
     labeller = LearnedLabeller(tuple(labels), trained_on=frozenset(keys))
     for k, label in enumerate(labels):
         rows = np.flatnonzero(known[:, k]) if known is not None else np.arange(len(y))

@@ -55,7 +55,7 @@ class Quality:
     n_turns: int
     rule_traits: tuple[str, ...] = ()
     rows: dict[str, tuple[str, ...]] | None = None
-    abstain: dict[str, str] | None = None  # behaviour -> why the fitted labeller never emits it
+    abstain: dict[str, str] | None = None  # behaviour -> why ``mixed`` never emits it
     rule_behaviors: tuple[str, ...] = ()  # behaviours ``mixed`` takes from the rules
 
 
@@ -153,7 +153,8 @@ def choose_rule_behaviors(truth: Sequence[frozenset[str]], rules: Sequence[set[s
                           model: Sequence[set[str]], params: learned.LearnedParams
                           ) -> tuple[str, ...]:
     """Behaviours whose rule labels beat the learned labeller's on the rows given (population-like
-    development rows the rules were not tuned on, :func:`rules_untuned_population`): the rules'
+    development rows outside the packaged set's dev part, where the rule lexicons were tuned:
+    :func:`rules_untuned_population`): the rules'
     precision there reaches ``precision_floor`` on at least ``min_predicted`` predictions and
     their F1 is higher than the learned labeller's out-of-fold F1. An enriched draw inflates
     every precision, so the choice is made where prevalence is closest to the population's."""
@@ -219,14 +220,15 @@ def measure(gold: Sequence[GoldTurn], annotator: Annotator, embed: learned.Embed
     scores = {TEST: scored([*[n for n in RULE_BASED if n in preds], "mixed", "learned"], TEST),
               CV: scored(["mixed", "learned"], CV)}
     final = learned.fit(x, y, groups, LABELS, params, seed, keys, known)
-    abstain = {b: why for b, why in
-               abstentions(final, score(truth, oof, BEHAVIOR_IDS, 1), y, params).items()
-               if b not in rule_behaviors}
+    abstain = abstentions(final, score(truth, oof, BEHAVIOR_IDS, 1), y, params)
     for b in abstain:  # an infinite threshold never fires; the model stays for inspection
         if b in final.models:
             final.models[b].threshold = float("inf")
+    # the learned labeller abstains as measured (``combine: learned`` emits it as it is);
+    # ``mixed`` emits the behaviours it takes from the rules, so they are not reported abstaining
     return Quality(scores, final, len(gold), rule_traits,
-                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()}, abstain,
+                   {part: tuple(keys[n] for n in idx) for part, idx in rows.items()},
+                   {b: why for b, why in abstain.items() if b not in rule_behaviors},
                    rule_behaviors)
 
 

@@ -105,15 +105,16 @@ def run(curate_dir: Path, out_dir: Path, params: LabelParams) -> Path:
         embed = make_embedder() if params.learned.embeddings else None
         figures = quality.measure(load_development(), annotator, embed, params.learned,
                                   params.n_bootstrap, params.seed)
+        taken = figures.rule_behaviors if params.combine == "mixed" else ()
         transfer = independent.measure(figures, annotator, embed, params.learned,
-                                       params.n_bootstrap, params.seed)
+                                       params.n_bootstrap, params.seed, rule_behaviors=taken)
         outcome = label_conversations(
             [c for split in SPLITS for c in sampled[split]], annotator,
             max_user_turns=params.max_user_turns, reasoning_splits=params.reasoning_splits,
             combine_mode=params.combine, trait_min_share=params.trait_min_share,
             learn=_learner(figures.labeller, embed, params.learned),
             rule_traits=figures.rule_traits if params.combine == "mixed" else (),
-            rule_behaviors=figures.rule_behaviors if params.combine == "mixed" else ())
+            rule_behaviors=taken)
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json(out_dir / "quality.json", {**quality.table(figures), "independent": transfer})
         for split in SPLITS:

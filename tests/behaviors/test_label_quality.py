@@ -239,3 +239,18 @@ def test_traits_fit_only_the_turns_labelled_for_traits():
     unmasked = learned.fit(x, blank, groups, LABELS, params)
     assert not np.allclose(unmasked.models[t].classifier.predict_proba(x)[:, 1],
                            subset.models[t].classifier.predict_proba(x)[:, 1])
+    with pytest.raises(ValueError, match="known mask"):
+        learned.fit(x, blank, groups, LABELS, params, known=known[:100])
+
+
+def test_a_behaviour_taken_from_the_rules_still_abstains_in_the_learned_labeller(monkeypatch):
+    # combine: learned emits the learned labeller as it is, so its abstentions must hold there
+    # even for a behaviour that mixed takes from the rules
+    monkeypatch.setattr(quality, "choose_rule_behaviors", lambda *a, **k: ("B2",))
+    params = learned.LearnedParams(folds=2, inner_folds=2, target_precision=0.3,
+                                   precision_floor=1.0)  # B2 misses the floor
+    figures = quality.measure(load_gold()[:120], Annotator(CopyingBackend(), AnnotatorParams()),
+                              None, params, n_bootstrap=10)
+    assert figures.rule_behaviors == ("B2",)
+    assert figures.labeller.models["B2"].threshold == float("inf")  # learned: abstains
+    assert "B2" not in figures.abstain  # mixed: emitted, from the rules
