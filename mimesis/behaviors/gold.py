@@ -181,15 +181,17 @@ def read_headed_set(path: Path, model: type[BaseModel]) -> tuple[dict, list]:
         GoldError: no header, an invalid row (with its line number), or a conversation that
             gives a second turn.
     """
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    lines = [(n, ln) for n, ln in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if ln.strip()]  # physical line numbers, blank lines skipped
     try:
-        meta = json.loads(lines[0])["meta"] if lines else None
+        meta = json.loads(lines[0][1])["meta"] if lines else None
     except (json.JSONDecodeError, KeyError, TypeError):
         meta = None
     if not isinstance(meta, dict):
-        raise GoldError(f"{path}:1: the first line must be {{\"meta\": {{...}}}}")
+        raise GoldError(f"{path}:{lines[0][0] if lines else 1}: the first line must be "
+                        "{\"meta\": {...}}")
     rows, seen = [], set()
-    for n, line in enumerate(lines[1:], 2):
+    for n, line in lines[1:]:
         try:
             row = model.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:

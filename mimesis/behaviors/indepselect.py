@@ -85,6 +85,8 @@ def select(n_random: int, n_later: int, n_overlap: int, seed: int,
     chosen: list[dict] = []
     skip = frozenset(g.id for g in gold) | exclude
     for cid, turns in _conversations(seed, skip, caps, min_english):
+        if len(chosen) >= n_random + n_later:
+            break
         users = [i for i, t in enumerate(turns) if t["role"] == "user"][:MAX_TURN]
         if seen and any(_turn_key(turns, i) in seen for i in users):
             continue
@@ -92,8 +94,6 @@ def select(n_random: int, n_later: int, n_overlap: int, seed: int,
             chosen.append({"id": cid, "draw": "random", **_view(turns, rng.choice(users))})
         elif len(users) > 1:
             chosen.append({"id": cid, "draw": "later", **_view(turns, rng.choice(users[1:]))})
-        if len(chosen) == n_random + n_later:
-            break
     with_b = sorted((g for g in gold if g.behaviors), key=lambda g: g.id)
     without = sorted((g for g in gold if not g.behaviors), key=lambda g: g.id)
     picks = rng.sample(with_b, n_overlap // 2) + rng.sample(without, n_overlap - n_overlap // 2)
@@ -119,7 +119,7 @@ def development_exclusions() -> tuple[frozenset[str], frozenset[tuple[str, str]]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n-random", type=int, default=130)
     parser.add_argument("--n-later", type=int, default=90)
@@ -129,6 +129,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="leave out the packaged set's conversations only (the first "
                              "independent draw), or all development data's and their copies")
     args = parser.parse_args(argv)
+    if min(args.n_random, args.n_later, args.n_overlap) < 0 or args.n_random + args.n_later < 1:
+        parser.error("--n-random, --n-later and --n-overlap must be >= 0, with at least one turn "
+                     "to draw")
+    if args.n_overlap > 2 * min(sum(bool(g.behaviors) for g in load_gold()),
+                                sum(not g.behaviors for g in load_gold())):
+        parser.error(f"--n-overlap {args.n_overlap} is more than the packaged set can give "
+                     "(half with a behaviour, half without)")
     exclude, seen = development_exclusions() if args.exclude == "labelled" else (frozenset(),
                                                                                  frozenset())
     rows = select(args.n_random, args.n_later, args.n_overlap, args.seed,

@@ -168,14 +168,24 @@ def choose(cells: dict[tuple, dict], min_lower_precision: float = 0.5,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--c", type=float, nargs="+", default=[0.05, 0.2])
-    parser.add_argument("--targets", type=float, nargs="+", default=[0.55, 0.6, 0.65, 0.7])
-    parser.add_argument("--floors", type=float, nargs="+", default=[0.5])
-    parser.add_argument("--min-positives", type=int, nargs="+", default=[8])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-bootstrap", type=int, default=1000)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--c", type=float, nargs="+", default=[0.05, 0.2],
+                        help="regularization (C) values of the behaviour regressions, > 0")
+    parser.add_argument("--targets", type=float, nargs="+", default=[0.55, 0.6, 0.65, 0.7],
+                        help="target_precision values, in (0, 1]")
+    parser.add_argument("--floors", type=float, nargs="+", default=[0.5],
+                        help="precision_floor values, in [0, 1]")
+    parser.add_argument("--min-positives", type=int, nargs="+", default=[8],
+                        help=f"min_positives values, >= {MIN_MODEL_POSITIVES}")
+    parser.add_argument("--seed", type=int, default=0, help="seed of folds and bootstrap")
+    parser.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples")
     args = parser.parse_args(argv)
+    if (min(args.c) <= 0 or not all(0 < t <= 1 for t in args.targets)
+            or not all(0 <= f <= 1 for f in args.floors)
+            or min(args.min_positives) < MIN_MODEL_POSITIVES or args.n_bootstrap < 1):
+        parser.error(f"need --c > 0, 0 < --targets <= 1, 0 <= --floors <= 1, --min-positives "
+                     f">= {MIN_MODEL_POSITIVES} and --n-bootstrap >= 1")
     dev = load_development()
     inputs = quality.gold_inputs(dev)
     x = learned.featurize(inputs, None)
@@ -207,7 +217,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"[{mi.ci['recall'][0]:.2f}, {mi.ci['recall'][1]:.2f}] F1 {mi.f1:.3f} "
                   f"right {round(mi.precision * mi.predicted)} of {mi.predicted} predicted, "
                   f"{mi.support} positives | {per}", flush=True)
-    print(f"chosen (C, target, floor, min_positives, from_rules): {choose(cells)}")
+    chosen = choose(cells)
+    print("no admissible cell (precision interval's lower end >= 0.5 and recall >= 0.3)"
+          if chosen is None else f"chosen (C, target, floor, min_positives, from_rules): {chosen}")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,10 @@ def test_loader_needs_the_header_and_one_turn_per_conversation(tmp_path):
     path.write_text(json.dumps({"meta": {"seed": 1}}) + "\n" + line + "\n" + line + "\n")
     with pytest.raises(GoldError, match="second turn"):  # the bootstrap treats turns as convs
         load_independent(path)
+    bad = json.dumps(row("x2").model_dump() | {"behaviors": ["B14"]})
+    path.write_text(json.dumps({"meta": {"seed": 1}}) + "\n\n" + line + "\n\n" + bad + "\n")
+    with pytest.raises(GoldError, match=r"ind\.jsonl:5: "):  # the physical line, blanks counted
+        load_independent(path)
 
 
 def test_kappa_by_hand_and_undefined_where_chance_agreement_is_one():
