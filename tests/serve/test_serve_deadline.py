@@ -96,6 +96,22 @@ def test_a_client_that_disconnects_cancels_its_generation() -> None:
         assert fast.status_code == 200 and backend.finished_slow == 0
 
 
+def _read_response(sock: socket.socket) -> str:
+    """One whole HTTP response: the head and body may arrive in separate TCP segments."""
+    data = b""
+    while True:
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            if len(body) >= length:
+                return data.decode()
+        chunk = sock.recv(4096)
+        if not chunk:
+            return data.decode()
+        data += chunk
+
+
 def test_a_body_that_never_arrives_gets_408_at_the_deadline() -> None:
     with serve(SleepyBackend(), ServeConfig(deadline_s=0.5)) as base:
         host, port = base.removeprefix("http://").split(":")
@@ -103,7 +119,7 @@ def test_a_body_that_never_arrives_gets_408_at_the_deadline() -> None:
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                      b"application/json\r\nContent-Length: 100\r\n\r\n{\"messages\"")
         started = time.monotonic()
-        reply = sock.recv(4096).decode()
+        reply = _read_response(sock)
         sock.close()
     assert reply.startswith("HTTP/1.1 408") and time.monotonic() - started < 2.5
     error = json.loads(reply.split("\r\n\r\n", 1)[1])["error"]
