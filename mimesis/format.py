@@ -19,6 +19,9 @@ from __future__ import annotations
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 END_SIGNAL = "<|end_conversation|>"
+# What a trained simulator's sampler writes before the model's first token: every turn of the
+# contract opens with the reasoning tag (SamplingParams.prefill).
+TURN_PREFILL = THINK_OPEN
 
 
 def format_target(reasoning: str, utterance: str) -> str:

@@ -259,6 +259,7 @@ class MimesisUser(BaseUser):
 
     def _simulator(self):
         if self.simulator is None:
+            from mimesis.format import TURN_PREFILL
             from mimesis.models.engine.sampling import SamplingParams, TokenSampler
             from mimesis.simulator.runtime import UserSimulator
 
@@ -267,7 +268,8 @@ class MimesisUser(BaseUser):
                                      bool(a["trust_folder"]))
             sampler = TokenSampler(model, tokenizer, SamplingParams(
                 temperature=a["temperature"], top_p=a["top_p"],
-                max_new_tokens=a["max_new_tokens"], batch_size=1), seed=a["seed"])
+                max_new_tokens=a["max_new_tokens"], batch_size=1, prefill=TURN_PREFILL),
+                seed=a["seed"])
             self.simulator = UserSimulator(sampler.chat, max_turns=a["max_turns"])
         return self.simulator
 

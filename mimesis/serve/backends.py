@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mimesis.format import TURN_PREFILL
 from mimesis.schemas import Messages
 from mimesis.simulator.runtime import GenerateFn
 
@@ -155,9 +156,10 @@ class TransformersBackend(_TokenizerCounts):
                                   batch_size=self.batch_size,
                                   max_prompt_tokens=self.max_prompt_tokens)
         generator = ChatGenerator(self.model, self.tokenizer, config, name=self.name)
-        texts = generator.generate(batch, desc="serve", seed=sampling.seed, stop=stop)
+        texts = generator.generate(batch, prefills=[TURN_PREFILL] * len(batch), desc="serve",
+                                   seed=sampling.seed, stop=stop)
         check_stop(stop)  # stopped mid-way: the texts are cut short, never to be sent
-        return texts
+        return [TURN_PREFILL + t for t in texts]
 
 
 def vllm_sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
@@ -175,11 +177,13 @@ def build_vllm_prompts(tokenizer: Any, batch: Sequence[Messages],
     """vLLM token prompts (``{"prompt_token_ids": [...]}``) for ``batch``.
 
     Rendered with the tokenizer's chat template and ``add_generation_prompt``, exactly as
-    :meth:`ChatGenerator.render`, then cut to the last ``max_prompt_tokens`` tokens.
+    :meth:`ChatGenerator.render`, plus the simulator's turn prefill
+    (:data:`~mimesis.format.TURN_PREFILL`), then cut to the last ``max_prompt_tokens`` tokens.
     """
     prompts = []
     for messages in batch:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(messages, tokenize=False,
+                                             add_generation_prompt=True) + TURN_PREFILL
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         prompts.append({"prompt_token_ids": list(ids[-max_prompt_tokens:])})
     return prompts
@@ -250,7 +254,7 @@ class VLLMBackend(_TokenizerCounts):
         prompts = build_vllm_prompts(self.tokenizer, batch, self.max_prompt_tokens)
         params = self._sampling_params(**vllm_sampling_kwargs(sampling))
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        return [out.outputs[0].text for out in outputs]
+        return [TURN_PREFILL + out.outputs[0].text for out in outputs]
 
 
 def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size: int = 16,

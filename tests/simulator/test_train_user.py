@@ -172,3 +172,16 @@ def test_stage_trains_logs_and_resumes(tmp_path, mlflow_here):
     run(label_dir, out_dir, replace(SMALL, learning_rate=5e-3, keep_checkpoints=False))
     fresh = json.loads((out_dir / "meta.json").read_text())
     assert fresh["resumed_from"] is None and not (out_dir / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("profile", ["default", "full"])
+def test_the_cpu_profiles_train_the_simulator_fast_enough_to_learn_its_output_contract(profile):
+    """At the CPU default's ~21 LoRA steps, lr 4e-4 left SmolLM2-135M writing think block after
+    think block with no utterance (6 of 40 fact-reveal probes answered); 2e-3 and up learned
+    the contract (28-31 of 40; docs/pitfalls.md #15). The profiles that train the adapter for
+    so few steps must keep a learning rate in that range."""
+    from mimesis.params import build, stage_params
+
+    params = Path(__file__).resolve().parents[2] / "params.yaml"
+    p = build(TrainUserParams, stage_params("train_user", params, profile=profile), "train_user")
+    assert p.finetune == "lora" and p.learning_rate >= 2e-3

@@ -167,11 +167,15 @@ def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem
 
     ``params``: a :class:`~mimesis.eval.realism.run.RealismParams` (sampling, budgets, batch
     size)."""
+    from mimesis.format import TURN_PREFILL
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
+    # the trained simulator is sampled as its runtime samples it (its turns open with <think>);
+    # the prompted baseline was never taught that contract, so it gets no prefill
+    prefill = TURN_PREFILL if prompt_style == "user_simulator" else ""
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=params.temperature, top_p=params.top_p, max_new_tokens=params.max_new_tokens,
-        batch_size=params.batch_size), seed=params.seed)
+        batch_size=params.batch_size, prefill=prefill), seed=params.seed)
     return simulate_runtime(sampler.chat, prompt_style, items, sampler_token_counter(tokenizer),
                             params.max_prompt_tokens, params.max_user_chars,
                             params.max_agent_chars, params.batch_size * 2, desc)

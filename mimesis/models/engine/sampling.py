@@ -94,6 +94,11 @@ class SamplingParams:
             fastest for the rows of each call (:func:`~mimesis.models.engine.attention.fast_linears`: up to
             2x faster on the few rows of a decoding step, and faster at batch 1 too; costs two
             more copies of those weights).
+        prefill: Text every :meth:`TokenSampler.chat` turn starts with, written after the
+            generation prompt and returned as the start of each text. The user simulator's
+            output contract opens every turn with ``<think>`` (:mod:`mimesis.format`), so its
+            samplers prefill it: the model never has to choose, at its first token, between
+            thinking and speaking (docs/pitfalls.md #15).
     """
 
     temperature: float = 1.0
@@ -103,6 +108,7 @@ class SamplingParams:
     cache_entries: int = 64
     min_shared: int = 16
     fast_linears: bool = True
+    prefill: str = ""
 
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1:
@@ -181,10 +187,12 @@ class TokenSampler:
     def chat(self, batch: Sequence[Messages]) -> list[str]:
         """``generate_fn`` for :class:`~mimesis.simulator.runtime.UserSimulator`: the assistant-role
         continuation of each chat (template applied, special tokens removed), in order."""
-        prompts = [encode(self.tokenizer, render(self.tokenizer, m, add_generation_prompt=True))
+        prefill = self.params.prefill
+        prompts = [encode(self.tokenizer,
+                          render(self.tokenizer, m, add_generation_prompt=True) + prefill)
                    for m in batch]
         samples = self(prompts, [self.params.max_new_tokens] * len(prompts))
-        return [self.tokenizer.decode(s.ids, skip_special_tokens=True) for s in samples]
+        return [prefill + self.tokenizer.decode(s.ids, skip_special_tokens=True) for s in samples]
 
     @torch.inference_mode()
     def _generate(self, prompts: list[list[int]], limits: list[int]) -> list[Sample]:
