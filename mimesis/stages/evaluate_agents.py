@@ -133,10 +133,13 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
     for pair, users in metrics.get("agents", {}).get("diff", {}).items():
         print(f"  diff  {pair:18s} mean reward (all envs): " + "  ".join(
             f"{user}={_signed(envs['ALL'])}" for user, envs in users.items()))
-    for user, envs in metrics.get("fact_reveal", {}).items():
-        if isinstance(envs, dict):
-            print(f"  fact reveal {user}: " + "  ".join(
-                f"{env}={c['rate']:.0%}" for env, c in envs.items()))
+    for user, splits in metrics.get("fact_reveal", {}).items():
+        for split, envs in (splits.items() if isinstance(splits, dict) else ()):
+            mean = envs["mean"]
+            print(f"  fact reveal {user} ({split}): mean {mean['mean']:.0%} "
+                  f"[{mean['ci_low']:.0%}, {mean['ci_high']:.0%}], false end "
+                  f"{mean['false_end']['mean']:.0%}; " + "  ".join(
+                      f"{env}={c['rate']:.0%}" for env, c in envs.items() if env != "mean"))
     print(f"  -> {out_dir}/metrics.json, agents.md, fact_reveal.md, plots/")
 
 

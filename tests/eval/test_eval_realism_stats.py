@@ -148,7 +148,10 @@ def test_a_simulator_that_always_ends_loses_every_turn():
     assert sim["opening"]["empty"] == 1.0 and sim["opening"]["bad"] == 1.0
     assert m["real"]["realism_index"] > 0.5
     table = markdown_table(m, ["sim", "real"])
-    assert "| sim | 0 / 32 | – |" in table
+    # no spoken turn for the C2ST, but over all positions an always-ending user is told apart
+    # every time: scored 0 of 96 positions, distance 50 with a CI at 50
+    assert "| sim | 0 / 32 | 0.00 (0/96) | – | 50.0 [50.0, 50.0] |" in table
+    assert sim["scored_rate"] == 0.0 and sim["c2st_all"]["distance"] == 50.0
 
 
 def test_an_assistant_like_simulator_is_caught_by_every_check():
@@ -220,3 +223,32 @@ def test_real_row_pools_many_splits_and_takes_its_p_from_one():
                                     c2st_permutations=19, n_bootstrap=100), None, {})["c2st"]
     assert out["p_value_splits"] == 1.0 and out["p_value"] == one["p_value"]  # split 0's test
     assert out["n"] > one["n"]  # the distance pools all six splits
+
+
+def test_lost_positions_enter_the_all_positions_c2st_as_empty_turns():
+    from mimesis.eval.realism.metrics import all_position_pairs
+
+    texts = lambda it: "<think>x</think>\nsure" if it.half == 0 else ""
+    m, real = _rows(texts)
+    rng = random.Random(0)
+    items, _ = build_items([_conv(i, rng) for i in range(32)], 0, 2, seed=0)
+    sim = simulated_records(items, parse_all([texts(it) for it in items]), lambda t, i: [],
+                            max_turn_chars=60)
+    (s0, _), (s1, _) = all_position_pairs(sim, real)
+    asked = [r for r in sim if not r.item.real_ended]
+    assert len(s1) == sum(r.item.half == 1 for r in asked) and all(r.utterance == "" for r in s1)
+    assert all(r.utterance == "sure" for r in s0)
+    row = m["sim"]
+    assert 0 < row["scored_rate"] < 1
+    assert row["c2st_all"]["distance"] > row.get("c2st", {}).get("distance", 0.0)
+
+
+def test_raw_rates_count_first_draws_that_would_have_leaked_or_said_nothing():
+    from mimesis.eval.realism.run import raw_rates
+
+    got = raw_rates(["<think>plan</think>\nhi there",
+                     "<think>plan</think>\n<think>more</think>\nhi",  # a second block
+                     "<think>plan cut by the token limit",              # unclosed: leak + empty
+                     "<think>done</think>\n<|end_conversation|>",     # an end is not empty
+                     ""])                                               # no draw: not counted
+    assert got == {"raw_leak_rate": 0.5, "raw_empty_rate": 0.25, "raw_positions": 4.0}

@@ -195,9 +195,59 @@ def test_evaluate_agents_stage_writes_fact_reveal_outputs(tmp_path) -> None:
 
     report = json.loads((out_dir / "fact_reveal.json").read_text())
     assert set(report["results"]) == {"frozen", "prompted-tiny", "agenda"}
-    assert len(report["rows"]) == 3 * len(TRAIN_ENVS) * 2 * 3
-    assert "| TauGym |" in (out_dir / "fact_reveal.md").read_text()
+    assert len(report["rows"]) == 3 * len(TRAIN_ENVS) * 2 * 3 * 2  # users, envs, tasks, wordings, splits
+    md = (out_dir / "fact_reveal.md").read_text()
+    assert "| TauGym |" in md and md.index("Held-out tasks") < md.index("Training-part tasks")
     metrics = json.loads((out_dir / "metrics.json").read_text())["fact_reveal"]
-    assert metrics["agenda"]["TravelGym"]["n"] == 6
+    assert metrics["agenda"]["heldout"]["TravelGym"]["n"] == 6
+    assert metrics["agenda"]["heldout"]["mean"]["n"] == len(TRAIN_ENVS) * 6
     runs = mlflow.search_runs(experiment_names=["mimesis"], filter_string="run_name = 'evaluate_agents'")
-    assert "metrics.fact_reveal/frozen/TauGym" in runs.columns
+    assert "metrics.fact_reveal/frozen/heldout/TauGym" in runs.columns
+    assert "metrics.fact_reveal/frozen/heldout/mean_false_end" in runs.columns
+
+
+@pytest.mark.parametrize("env", TRAIN_ENVS)
+def test_heldout_probes_are_the_evaluation_tasks_and_at_least_16(env) -> None:
+    """Held-out probes ask about the tasks agents are evaluated on (never a training, probe or
+    grounding task), and every env keeps >= 16 of them at the defaults."""
+    from mimesis.envs import make
+    from mimesis.envs.registry import task_indices
+    from mimesis.eval.agents.evaluate import heldout_specs
+
+    p = FactRevealParams(envs=TRAIN_ENVS)
+    held = env_probes(env, p, "heldout")
+    train = env_probes(env, p, "train")
+    assert len(held) >= 16 and len(train) >= 16
+    assert {c.split for c in held} == {"heldout"}
+    assert not {c.fact.task_id for c in held} & {c.fact.task_id for c in train}
+    e = make(env)
+    if e.tasks is not None:
+        evaluation = {e.tasks[i].id for i in task_indices(len(e.tasks), "eval")}
+        assert {c.fact.task_id for c in held} <= evaluation
+    else:  # procedural: the seeds of the agents' held-out scenarios
+        specs = heldout_specs([env], p.n_tasks)
+        ids = set()
+        for spec in specs:
+            e.reset(seed=spec.seed, options=spec.options)
+            ids.add(e.task.id)
+        assert {c.fact.task_id for c in held} == ids
+
+
+def test_false_end_counts_users_that_leave_when_asked(probes) -> None:
+    """A user that answers never ends falsely; one that leaves at every question always does;
+    the mean over envs carries both, with its CI."""
+    from mimesis.eval.agents.fact_reveal import mean_over_envs
+
+    def leaves(batch):
+        return ["<think>I'm done here.</think>\n<|end_conversation|>" for _ in batch]
+
+    rows = play(UserSimulator(_scripted(lambda g, q: "Yes.")), probes["TurtleGym"])
+    assert summarize(rows)["false_end"] == 0.0
+    leaving = play(UserSimulator(leaves), probes["TurtleGym"])
+    s = summarize(leaving)
+    assert s["false_end"] == 1.0 and s["end_reasons"] == {"end_signal": len(leaving)}
+    assert s["rate"] == 0.0
+    mixed = [dict(r, env="TurtleGym") for r in rows] + [dict(r, env="TauGym") for r in leaving]
+    m = mean_over_envs(mixed, "ended", n_bootstrap=200)
+    assert m["mean"] == pytest.approx(0.5) and m["n_envs"] == 2
+    assert m["ci_low"] <= 0.5 <= m["ci_high"]

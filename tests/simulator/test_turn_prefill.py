@@ -43,7 +43,7 @@ def test_chat_prefills_the_prompt_and_returns_the_prefill(tiny) -> None:
 
 
 def test_the_frozen_simulator_sampler_prefills_its_turns(tmp_path, monkeypatch, tiny) -> None:
-    import mimesis.users.frozen as frozen
+    from mimesis.users import frozen
     from mimesis.users.spec import UserSamplingParams
 
     model, tok = tiny

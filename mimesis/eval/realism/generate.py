@@ -42,6 +42,7 @@ class Generated:
     utterance: str
     ended: bool
     flags: tuple[str, ...]
+    first_raw: str = ""  # the position's first draw, before any guard redrew it
 
 
 def trained_messages(scenario: Scenario, history: list[Turn]) -> Messages:
@@ -84,15 +85,16 @@ def runtime_generated(reply: str, state: UserState) -> Generated:
     private reasoning of the turn, and every flag of the step (resamples included)."""
     flags = list(state.flags)
     raw = state.raw[-1] if state.raw else ""
+    first = state.raw[0] if state.raw else ""
     if state.ended:
         if state.end_reason:
             flags.append(f"end:{state.end_reason}")
         # An empty turn refused after its resample is a lost turn, not an end decision.
         return Generated(raw, state.end_reasoning, "", state.end_reason != "empty_turn",
-                         tuple(flags))
+                         tuple(flags), first)
     # A turn with an utterance and the end signal is sent (the runtime defers the end, flag
     # ``end_deferred``): the user spoke here, so it is scored as a spoken turn.
-    return Generated(raw, state.private[-1], reply, False, tuple(flags))
+    return Generated(raw, state.private[-1], reply, False, tuple(flags), first)
 
 
 def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence[EvalItem],

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -124,6 +124,35 @@ def two_sample(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
     if min(sizes) >= cfg.c2st_min_support:
         out["c2st"] = pooled_c2st(pairs, featurize, cfg, permutations, real_row=sim is None)
     return out
+
+
+def all_position_pairs(sim: Sequence[TurnRecord],
+                       real: Sequence[TurnRecord]) -> list[tuple[list[TurnRecord], list[TurnRecord]]]:
+    """The C2ST halves of :func:`_pairs` with every lost position kept: where the real user spoke
+    and the simulator ended or wrote nothing, the simulator's turn enters as the empty string
+    (a judge tells it from a real turn at once), so the distance counts every position and not
+    only the turns that survived. Source: ours (docs/metrics.md, "Turing distance over all
+    positions")."""
+    kept = [r if r.spoken else replace(r, utterance="", ended=False)
+            for r in sim if r.spoken or not r.item.real_ended]
+    s0 = [r for r in kept if r.item.half == 0]
+    s1 = [r for r in kept if r.item.half == 1]
+    r0, r1 = _halves(real)
+    return [(s0, r1), (s1, r0)]
+
+
+def all_position_c2st(sim: Sequence[TurnRecord], real: Sequence[TurnRecord],
+                      featurize: Featurize, cfg: RealismConfig) -> dict:
+    """Pooled C2ST of :func:`all_position_pairs` with its bootstrap CI (no permutation test:
+    the spoken-turn C2ST already carries the p-value); ``{}`` below ``c2st_min_support``."""
+    pairs = all_position_pairs(sim, real)
+    if min(min(len(a), len(b)) for a, b in pairs) < cfg.c2st_min_support:
+        return {}
+    results = [c2st(featurize([r.utterance for r in a]), featurize([r.utterance for r in b]),
+                    [r.item.conv_id for r in a], [r.item.conv_id for r in b],
+                    n_splits=cfg.c2st_folds, seed=cfg.seed + k, c=cfg.c2st_c, n_permutations=0)
+               for k, (a, b) in enumerate(pairs)]
+    return pool_c2st(results, cfg.n_bootstrap, cfg.seed)
 
 
 def random_splits(real: Sequence[TurnRecord], n_splits: int,
@@ -257,6 +286,12 @@ def row_metrics(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
     out.update(adherence(own, candidates or {}, embed, real=sim is None))
     out["n_turns"] = float(sum(r.spoken for r in own))
     out["n_conversations"] = float(len({r.item.conv_id for r in own}))
+    out["n_positions"] = float(len(own))
+    out["scored_rate"] = out["n_turns"] / max(1, len(own))
+    if sim is not None:
+        everything = all_position_c2st(sim, real, featurize, cfg)
+        if everything:
+            out["c2st_all"] = everything
     index = realism_index(out.get("c2st", {}).get("distance"), out.get("turn_loss_rate"))
     if index is not None:
         out["realism_index"] = index
@@ -325,6 +360,7 @@ def evaluate_rows(simulated: dict[str, Sequence[TurnRecord]], real: Sequence[Tur
                                   is_assistant_like, cfg)
     out["behavior_frequencies"] = behavior_table({"real": real, **simulated})
     out["comparisons"] = row_comparisons(out, list(simulated), cfg)
+    out["comparisons_all"] = row_comparisons(out, list(simulated), cfg, key="c2st_all")
     return _drop_counts(out)
 
 
@@ -335,13 +371,15 @@ def _drop_counts(tree):
     return tree
 
 
-def row_comparisons(metrics: dict, rows: Sequence[str], cfg: RealismConfig) -> dict:
+def row_comparisons(metrics: dict, rows: Sequence[str], cfg: RealismConfig,
+                    key: str = "c2st") -> dict:
     """Paired Turing-distance differences of every pair of simulator rows (same positions,
-    :func:`mimesis.eval.realism.c2st.compare_pooled`), keyed ``"a-vs-b"``."""
+    :func:`mimesis.eval.realism.c2st.compare_pooled`), keyed ``"a-vs-b"``; ``key``: ``c2st``
+    (spoken turns) or ``c2st_all`` (every position, :func:`all_position_pairs`)."""
     out = {}
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
-            got = compare_pooled(metrics[a].get("c2st", {}), metrics[b].get("c2st", {}),
+            got = compare_pooled(metrics[a].get(key, {}), metrics[b].get(key, {}),
                                  cfg.n_bootstrap, cfg.seed)
             if got:
                 out[f"{a}-vs-{b}"] = got

@@ -27,6 +27,8 @@ MAIN_COLUMNS = (
     (("c2st", "accuracy"), "C2ST acc. %"),
     (("c2st", "p_value"), "perm. p"),
     (("turn_loss_rate",), "turn loss ↓"),
+    (("guards", "raw_leak_rate"), "raw leak ↓"),
+    (("guards", "raw_empty_rate"), "raw empty ↓"),
     (("realism_index",), "realism index ↑"),
     (("reasoning_rate",), "reasoning rate"),
     (("guards", "resampled_rate"), "resampled"),
@@ -83,8 +85,23 @@ def _distance(m: dict) -> str:
     return f"{c['distance']:.1f}{ci}"
 
 
+def _distance_all(m: dict) -> str:
+    c = m.get("c2st_all", {})
+    if "distance" not in c:
+        return "–"
+    ci = (f" [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" if "ci_low" in c else "")
+    return f"{c['distance']:.1f}{ci}"
+
+
 def _sizes(m: dict) -> str:
     return f"{_fmt(m.get('n_turns'))} / {_fmt(m.get('n_conversations'))}"
+
+
+def scored(m: dict) -> str:
+    """Scored positions of a row: "0.95 (60/63)" (share of positions that produced a turn)."""
+    if "n_positions" not in m:
+        return "–"
+    return f"{m['scored_rate']:.2f} ({m['n_turns']:.0f}/{m['n_positions']:.0f})"
 
 
 def overlaps(a: dict, b: dict) -> bool | None:
@@ -100,14 +117,16 @@ def verdicts(metrics: dict, rows: Sequence[str]) -> list[str]:
     CIs overlap) or not; and per simulator whether its C2ST tells it from real users at all
     (permutation p < 0.05)."""
     lines = []
-    for key, cmp in metrics.get("comparisons", {}).items():
-        a, b = key.split("-vs-")
-        real = cmp["ci_high"] < 0 or cmp["ci_low"] > 0
-        word = "a real difference" if real else "noise"
-        lines.append(f"- {title(a)} − {title(b)} (paired, same positions): Turing distance "
-                     f"{cmp['difference']:+.1f} [{cmp['ci_low']:+.1f}, {cmp['ci_high']:+.1f}] "
-                     f"over {cmp['conversations']:.0f} conversations, bootstrap p({title(a)} "
-                     f"closer to real) = {cmp['p_a_better']:.3g}: {word}.")
+    for group, what in (("comparisons", "spoken turns"), ("comparisons_all", "all positions")):
+        for key, cmp in metrics.get(group, {}).items():
+            a, b = key.split("-vs-")
+            real = cmp["ci_high"] < 0 or cmp["ci_low"] > 0
+            word = "a real difference" if real else "noise"
+            lines.append(f"- {title(a)} − {title(b)} (paired, same positions, {what}): Turing "
+                         f"distance {cmp['difference']:+.1f} [{cmp['ci_low']:+.1f}, "
+                         f"{cmp['ci_high']:+.1f}] over {cmp['conversations']:.0f} "
+                         f"conversations, bootstrap p({title(a)} closer to real) = "
+                         f"{cmp['p_a_better']:.3g}: {word}.")
     for i, a in enumerate(rows):
         for b in rows[i + 1:]:
             if f"{a}-vs-{b}" in metrics.get("comparisons", {}):
@@ -142,11 +161,15 @@ def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
     noise verdicts and per-behaviour slices, as markdown."""
     rows = [r for r in rows if r in metrics]
     lines = ["# Simulator realism (offline estimators, docs/metrics.md)", ""]
-    lines += _table(["row", "turns / convs", "Turing dist. [95% CI] ↓",
-                     *(t for _, t in MAIN_COLUMNS)],
-                    [[title(r), _sizes(metrics[r]), _distance(metrics[r]),
+    lines += _table(["row", "turns / convs", "scored positions", "Turing dist. [95% CI] ↓",
+                     "Turing dist., all positions ↓", *(t for _, t in MAIN_COLUMNS)],
+                    [[title(r), _sizes(metrics[r]), scored(metrics[r]), _distance(metrics[r]),
+                      _distance_all(metrics[r]),
                       *(_fmt(_get(metrics[r], p)) for p, _ in MAIN_COLUMNS)] for r in rows])
-    lines += ["", "Realism index = (1 − Turing distance / 50) · (1 − turn loss).", "",
+    lines += ["", ("Realism index = (1 − Turing distance / 50) · (1 − turn loss). Scored "
+              "positions: share of positions that produced a turn the metrics score. Turing "
+              "distance, all positions: lost positions enter the C2ST as empty turns. Raw leak / "
+              "raw empty: each position's first draw, before any guard acted."), "",
               *(verdicts(metrics, rows) or ["- no CI: too few turns for a C2ST."])]
     lines += ["", "## Goal adherence and openings (judge-free)", ""]
     lines += _table(["row", *(t for _, t in GOAL_COLUMNS)],

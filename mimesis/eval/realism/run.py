@@ -127,11 +127,44 @@ def guard_counts(outputs: Sequence[Generated]) -> dict[str, float]:
     out = {"positions": float(len(outputs)),
            "resampled_rate": sum(any(f.startswith("resampled:") for f in g.flags)
                                  for g in outputs) / n}
+    out.update(raw_rates([g.first_raw for g in outputs]))
     for prefix, key in (("resampled:", "resampled"), ("end:", "ended")):
         names = sorted({f[len(prefix):] for g in outputs for f in g.flags if f.startswith(prefix)})
         for name in names:
             out[f"{key}_{name}"] = sum(f"{prefix}{name}" in g.flags for g in outputs) / n
     return out
+
+
+# Parse flags that mean private text stood outside one closed <think> block at the start.
+LEAK_FLAGS = frozenset({"think_unclosed", "think_unopened", "unsafe_split", "untagged_reasoning",
+                        "untagged_reasoning_unsplit", "aside", "after_end_signal",
+                        "json_reasoning"})
+
+
+def raw_rates(first_draws: Sequence[str]) -> dict[str, float]:
+    r"""How the simulator writes before the guards act: over each position's first draw,
+
+    - ``raw_leak_rate``: share whose text would have put private text in the utterance had the
+      parser not moved it (:data:`LEAK_FLAGS`, or more than one ``<think>`` block);
+    - ``raw_empty_rate``: share that parse to no utterance and no end signal.
+
+    Positions without a draw (an endpoint that failed) count in neither. Source: ours
+    (docs/metrics.md, "raw rates").
+
+    >>> raw_rates(["<think>a</think>\nhi", "<think>a</think>\n<think>b</think>", "hello"])
+    {'raw_leak_rate': 0.3333333333333333, 'raw_empty_rate': 0.3333333333333333, 'raw_positions': 3.0}
+    """
+    from mimesis.simulator.parsing import parse_turn
+
+    draws = [d for d in first_draws if d]
+    leak = empty = 0
+    for text in draws:
+        parsed = parse_turn(text)
+        leak += bool(LEAK_FLAGS & set(parsed.flags)) or text.count("<think>") > 1
+        empty += not parsed.utterance and not parsed.ended
+    n = max(1, len(draws))
+    return {"raw_leak_rate": leak / n, "raw_empty_rate": empty / n,
+            "raw_positions": float(len(draws))}
 
 
 def counts(n_conversations: int, items: Sequence[EvalItem], skipped: Mapping[str, str],
@@ -189,6 +222,8 @@ def print_summary(metrics: dict, rows: Sequence[str], out_dir: Path, stage: str)
         c = m.get("c2st", {})
         print(f"  {row:12s} turing_dist={c.get('distance', nan):.1f} "
               f"[{c.get('ci_low', nan):.1f}, {c.get('ci_high', nan):.1f}] "
+              f"all_positions={m.get('c2st_all', {}).get('distance', nan):.1f} "
+              f"scored={m.get('n_turns', 0):.0f}/{m.get('n_positions', 0):.0f} "
               f"p={c.get('p_value', nan):.3f} turn_loss={m.get('turn_loss_rate', nan):.2f} "
               f"realism_index={m.get('realism_index', nan):.2f} "
               f"goal_top1={m.get('goal', {}).get('top1', nan):.2f} n={m.get('n_turns', 0):.0f}")
