@@ -1,11 +1,11 @@
 """The run summary: one Markdown page of what the last pipeline run produced.
 
 ``data/report/summary.md`` holds the run's date, commit, profile and command, each stage's time
-(ran or up to date), the head of the realism table, of the agents report and of the fact-reveal
-table, and links to every plot under ``data/*/plots``. The Prefect flow writes it after its
-stages and logs it to its MLflow parent run (artifact ``report/summary.md``); ``mimesis report``
-rewrites it from what ``data/`` holds, running nothing. A part whose file is missing says
-"not run" instead of failing.
+(ran or up to date), the head of the realism table, of the agents report and the fact-reveal
+tables (both splits, without the example replies), and links to every plot under
+``data/*/plots``. The Prefect flow writes it after its stages and logs it to its MLflow parent
+run (artifact ``report/summary.md``); ``mimesis report`` rewrites it from what ``data/`` holds,
+running nothing. A part whose file is missing says "not run" instead of failing.
 
 Reads (all optional): ``data/report/run.json`` (the run's record, written with the summary),
 ``data/evaluate_user/table.md``, ``data/evaluate_agents/agents.md``,
@@ -150,7 +150,7 @@ def build_summary(root: Path, run: RunRecord | None) -> str:
     lines += ["## Stages", "", *_stage_table(run), ""]
     lines += _part(root, "Realism of the frozen simulator", REALISM_PATH, _before_sections)
     lines += _part(root, "Agents", AGENTS_PATH, _without_per_env)
-    lines += _part(root, "Fact reveal", FACT_REVEAL_PATH, _before_sections)
+    lines += _part(root, "Fact reveal", FACT_REVEAL_PATH, _without_examples)
     lines += ["## Plots", "", *_plot_links(root), ""]
     return "\n".join(lines)
 
@@ -222,6 +222,18 @@ def _before_sections(lines: list[str]) -> list[str]:
 
 def _without_per_env(lines: list[str]) -> list[str]:
     """Every section except the per-environment ones (each ends at a heading of its level)."""
+    return _without_sections(lines, "per environment")
+
+
+def _without_examples(lines: list[str]) -> list[str]:
+    """Every section except the example replies (the fact-reveal tables of both splits, their
+    false ends and means over envs stay)."""
+    return _without_sections(lines, "examples")
+
+
+def _without_sections(lines: list[str], title: str) -> list[str]:
+    """``lines`` without the sections whose heading holds ``title`` (case-insensitive); a
+    section ends at the next heading of its level or above."""
     out: list[str] = []
     skip_level = 0
     for line in lines:
@@ -229,7 +241,7 @@ def _without_per_env(lines: list[str]) -> list[str]:
             level = len(m.group(1))
             if skip_level and level <= skip_level:
                 skip_level = 0
-            if not skip_level and "per environment" in line.lower():
+            if not skip_level and title in line.lower():
                 skip_level = level
         if not skip_level:
             out.append(line)

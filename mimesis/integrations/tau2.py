@@ -157,12 +157,12 @@ class MimesisUserState(UserState):
 
 
 @cache
-def _load(sim_dir: str, dtype: str, trust_folder: bool) -> tuple[Any, Any]:
-    from mimesis.simulator.frozen import load_frozen
+def _load(sim_dir: str, dtype: str, trust_folder: bool) -> tuple[Any, Any, str]:
+    from mimesis.simulator.frozen import load_frozen, turn_prefill
 
-    model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype, trust_folder=trust_folder)
+    model, tokenizer, meta = load_frozen(Path(sim_dir), dtype=dtype, trust_folder=trust_folder)
     model.requires_grad_(False)
-    return model, tokenizer
+    return model, tokenizer, turn_prefill(meta)
 
 
 class MimesisUser(BaseUser):
@@ -259,16 +259,15 @@ class MimesisUser(BaseUser):
 
     def _simulator(self):
         if self.simulator is None:
-            from mimesis.format import TURN_PREFILL
             from mimesis.models.engine.sampling import SamplingParams, TokenSampler
             from mimesis.simulator.runtime import UserSimulator
 
             a = self.args
-            model, tokenizer = _load(str(Path(self.llm).resolve()), a["dtype"],
+            model, tokenizer, prefill = _load(str(Path(self.llm).resolve()), a["dtype"],
                                      bool(a["trust_folder"]))
             sampler = TokenSampler(model, tokenizer, SamplingParams(
                 temperature=a["temperature"], top_p=a["top_p"],
-                max_new_tokens=a["max_new_tokens"], batch_size=1, prefill=TURN_PREFILL),
+                max_new_tokens=a["max_new_tokens"], batch_size=1, prefill=prefill),
                 seed=a["seed"])
             self.simulator = UserSimulator(sampler.chat, max_turns=a["max_turns"])
         return self.simulator

@@ -139,12 +139,16 @@ class TransformersBackend(_TokenizerCounts):
         name: Reported as the backend name.
         batch_size: Most sequences per forward pass.
         max_prompt_tokens: Keep the last this many prompt tokens.
+        prefill: Written in front of each turn, in the prompt and in the returned text (the
+            frozen folder's :func:`~mimesis.simulator.frozen.turn_prefill`; ``""``: none).
     """
 
     def __init__(self, model: Any, tokenizer: Any, name: str = "transformers",
-                 batch_size: int = 16, max_prompt_tokens: int = 768) -> None:
+                 batch_size: int = 16, max_prompt_tokens: int = 768,
+                 prefill: str = TURN_PREFILL) -> None:
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.batch_size, self.max_prompt_tokens = batch_size, max_prompt_tokens
+        self.prefill = prefill
 
     def generate(self, batch: Sequence[Messages], sampling: Sampling,
                  stop: StopFn | None = None) -> list[str]:
@@ -156,10 +160,10 @@ class TransformersBackend(_TokenizerCounts):
                                   batch_size=self.batch_size,
                                   max_prompt_tokens=self.max_prompt_tokens)
         generator = ChatGenerator(self.model, self.tokenizer, config, name=self.name)
-        texts = generator.generate(batch, prefills=[TURN_PREFILL] * len(batch), desc="serve",
+        texts = generator.generate(batch, prefills=[self.prefill] * len(batch), desc="serve",
                                    seed=sampling.seed, stop=stop)
         check_stop(stop)  # stopped mid-way: the texts are cut short, never to be sent
-        return [TURN_PREFILL + t for t in texts]
+        return [self.prefill + t for t in texts]
 
 
 def vllm_sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
@@ -172,18 +176,18 @@ def vllm_sampling_kwargs(sampling: Sampling) -> dict[str, Any]:
             "skip_special_tokens": True}
 
 
-def build_vllm_prompts(tokenizer: Any, batch: Sequence[Messages],
-                       max_prompt_tokens: int) -> list[dict[str, list[int]]]:
+def build_vllm_prompts(tokenizer: Any, batch: Sequence[Messages], max_prompt_tokens: int,
+                       prefill: str = TURN_PREFILL) -> list[dict[str, list[int]]]:
     """vLLM token prompts (``{"prompt_token_ids": [...]}``) for ``batch``.
 
     Rendered with the tokenizer's chat template and ``add_generation_prompt``, exactly as
-    :meth:`ChatGenerator.render`, plus the simulator's turn prefill
-    (:data:`~mimesis.format.TURN_PREFILL`), then cut to the last ``max_prompt_tokens`` tokens.
+    :meth:`ChatGenerator.render`, plus the simulator's turn ``prefill`` (default
+    :data:`~mimesis.format.TURN_PREFILL`), then cut to the last ``max_prompt_tokens`` tokens.
     """
     prompts = []
     for messages in batch:
         text = tokenizer.apply_chat_template(messages, tokenize=False,
-                                             add_generation_prompt=True) + TURN_PREFILL
+                                             add_generation_prompt=True) + prefill
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         prompts.append({"prompt_token_ids": list(ids[-max_prompt_tokens:])})
     return prompts
@@ -227,6 +231,8 @@ class VLLMBackend(_TokenizerCounts):
         max_model_len: Context length (``None``: the model's).
         seed: Engine seed.
         name: Reported as the backend name.
+        prefill: Written in front of each turn: appended to the prompt, put back in front of
+            the returned text (the folder's :func:`~mimesis.simulator.frozen.turn_prefill`).
         llm_kwargs: Further ``vllm.LLM`` arguments.
 
     Raises:
@@ -236,9 +242,9 @@ class VLLMBackend(_TokenizerCounts):
     def __init__(self, model_dir: Path, dtype: str = "bfloat16", max_prompt_tokens: int = 2048,
                  tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
                  max_model_len: int | None = None, seed: int = 0, name: str = "vllm",
-                 **llm_kwargs: Any) -> None:
+                 prefill: str = TURN_PREFILL, **llm_kwargs: Any) -> None:
         vllm = import_vllm()
-        self.name, self.max_prompt_tokens = name, max_prompt_tokens
+        self.name, self.max_prompt_tokens, self.prefill = name, max_prompt_tokens, prefill
         self.tokenizer = load_tokenizer(Path(model_dir))
         self._sampling_params = vllm.SamplingParams
         self.llm = vllm.LLM(model=str(model_dir), tokenizer=str(model_dir), dtype=dtype,
@@ -251,10 +257,10 @@ class VLLMBackend(_TokenizerCounts):
         # LLM.generate is one blocking call: ``stop`` is asked before it only; a started call
         # runs to its end (at most max_tokens_limit new tokens per sequence).
         check_stop(stop)
-        prompts = build_vllm_prompts(self.tokenizer, batch, self.max_prompt_tokens)
+        prompts = build_vllm_prompts(self.tokenizer, batch, self.max_prompt_tokens, self.prefill)
         params = self._sampling_params(**vllm_sampling_kwargs(sampling))
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        return [TURN_PREFILL + out.outputs[0].text for out in outputs]
+        return [self.prefill + out.outputs[0].text for out in outputs]
 
 
 def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size: int = 16,
@@ -277,17 +283,19 @@ def load_backend(kind: str, sim_dir: Path, dtype: str | None = None, batch_size:
         mimesis.simulator.frozen.FrozenSimulatorError: the folder fails verification.
         BackendUnavailableError: ``vllm`` requested but not installed.
     """
-    from mimesis.simulator.frozen import check_frozen, load_frozen
+    from mimesis.simulator.frozen import check_frozen, load_frozen, turn_prefill
 
     if kind == "transformers":
-        model, tokenizer, _ = load_frozen(Path(sim_dir), dtype=dtype or "float32",
-                                          trust_folder=trust_folder)
+        model, tokenizer, meta = load_frozen(Path(sim_dir), dtype=dtype or "float32",
+                                             trust_folder=trust_folder)
         return TransformersBackend(model, tokenizer, name=name or kind, batch_size=batch_size,
-                                   max_prompt_tokens=max_prompt_tokens)
+                                   max_prompt_tokens=max_prompt_tokens,
+                                   prefill=turn_prefill(meta))
     if kind == "vllm":
         import_vllm()  # fail with the install hint before hashing gigabytes of weights
-        check_frozen(Path(sim_dir), trust_folder=trust_folder)
+        meta = check_frozen(Path(sim_dir), trust_folder=trust_folder)
         return VLLMBackend(Path(sim_dir), dtype=dtype or "bfloat16",
-                           max_prompt_tokens=max_prompt_tokens, name=name or kind, **vllm_kwargs)
+                           max_prompt_tokens=max_prompt_tokens, name=name or kind,
+                           prefill=turn_prefill(meta), **vllm_kwargs)
     raise ValueError(f"unknown backend {kind!r}: use 'transformers' or 'vllm'")
 

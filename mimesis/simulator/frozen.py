@@ -238,6 +238,28 @@ def check_frozen(sim_dir: Path, expected_fingerprint: str | None = None,
     return meta
 
 
+def turn_prefill(meta: dict) -> str:
+    """What the sampler writes in front of each of the simulator's turns, from its ``meta.json``.
+
+    ``freeze_user`` records ``turn_prefill`` = :data:`~mimesis.format.TURN_PREFILL` (every
+    target of the recipe opens with the reasoning tag, so the model starts inside its private
+    channel); a folder without the key gets it too. ``""``: a simulator without the private
+    channel (trained without reasoning, or untrained): its whole text is parsed as the turn.
+
+    Raises:
+        TypeError: ``turn_prefill`` is not a string.
+
+    >>> turn_prefill({}), turn_prefill({"turn_prefill": ""})
+    ('<think>', '')
+    """
+    from mimesis.format import TURN_PREFILL
+
+    value = meta.get("turn_prefill", TURN_PREFILL)
+    if not isinstance(value, str):
+        raise TypeError(f"meta.json: turn_prefill must be a string, got {value!r}")
+    return value
+
+
 def load_frozen(sim_dir: Path, dtype: str = "float32", device_map: str | None = None,
                 expected_fingerprint: str | None = None, trust_folder: bool = False):
     """Verify (:func:`check_frozen`), then load, a frozen simulator folder.

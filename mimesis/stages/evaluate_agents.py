@@ -11,14 +11,15 @@ The arms are checked before anything loads: a missing arm folder, another base m
 per-turn budget than training's is refused.
 
 Fact reveal (:mod:`mimesis.eval.agents.fact_reveal`, params ``evaluate_agents.fact_reveal``): does each
-user state its hidden facts when an agent asks for them directly.
+user state its hidden facts when an agent asks for them directly, on the agents' held-out tasks
+and on training-part tasks, and how often it ends the episode instead of answering.
 
 The simulator's realism is the ``evaluate_user`` stage (it needs no agent).
 
 Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``, paired
-differences under ``agents.diff``, rates under ``fact_reveal``), ``agents.md``, ``agents.json``,
-``agent_episodes.jsonl``, ``plots/{agents,agent_diffs}.png``, ``fact_reveal.md`` and
-``fact_reveal.json``. Everything is also logged to the MLflow run ``evaluate_agents``, and the
+differences under ``agents.diff``, rates under ``fact_reveal.<user>.<split>``), ``agents.md``,
+``agents.json``, ``agent_episodes.jsonl``, ``plots/{agents,agent_diffs}.png``,
+``fact_reveal.md`` and ``fact_reveal.json``. Everything is also logged to the MLflow run ``evaluate_agents``, and the
 episodes (up to ``mlflow_traces``) as MLflow traces: a session per episode, a trace per agent
 turn, never the simulator's reasoning or its scenario (:mod:`mimesis.traces`).
 
@@ -62,6 +63,14 @@ class EvaluateAgentsParams:
     mlflow_traces: int = 120
     seed: int = 13
     profile: str = "default"
+
+    def __post_init__(self) -> None:
+        # the fact-reveal "heldout" split must ask about the scenarios the agents are scored on
+        if self.fact_reveal.heldout_seed_offset != self.agents.seed_offset:
+            raise ValueError(
+                f"evaluate_agents: fact_reveal.heldout_seed_offset "
+                f"({self.fact_reveal.heldout_seed_offset}) must equal agents.seed_offset "
+                f"({self.agents.seed_offset}): the held-out probes are the agents' held-out tasks")
 
 
 def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateAgentsParams,
@@ -135,10 +144,10 @@ def print_summary(metrics: dict, out_dir: Path) -> None:
             f"{user}={_signed(envs['ALL'])}" for user, envs in users.items()))
     for user, splits in metrics.get("fact_reveal", {}).items():
         for split, envs in (splits.items() if isinstance(splits, dict) else ()):
-            mean = envs["mean"]
-            print(f"  fact reveal {user} ({split}): mean {mean['mean']:.0%} "
-                  f"[{mean['ci_low']:.0%}, {mean['ci_high']:.0%}], false end "
-                  f"{mean['false_end']['mean']:.0%}; " + "  ".join(
+            mean, end = envs["mean"], envs["mean"]["false_end"]
+            print(f"  fact reveal {user} ({split}, mean over envs, n={mean['n']}): "
+                  f"{mean['mean']:.0%} [{mean['ci_low']:.0%}, {mean['ci_high']:.0%}], false end "
+                  f"{end['mean']:.0%} [{end['ci_low']:.0%}, {end['ci_high']:.0%}]; " + "  ".join(
                       f"{env}={c['rate']:.0%}" for env, c in envs.items() if env != "mean"))
     print(f"  -> {out_dir}/metrics.json, agents.md, fact_reveal.md, plots/")
 

@@ -7,7 +7,10 @@ halves by conversation, each simulator writes the first user turn from the scena
 next user turn at a few positions after agent replies, given the real history (always the one after
 the final agent reply when the real user ended there). Rows: trained simulator, prompted baseline,
 real vs real (the ceiling). Metrics: C2ST Turing distance with a permutation p-value and a
-bootstrap CI over conversations, turn-loss rate and realism index, style distances,
+bootstrap CI over conversations, beside it the scored positions (share of positions with a
+spoken turn) and the distance over all positions (lost ones as empty turns, with its paired
+trained − baseline difference), turn-loss rate and realism index, the raw leak and raw empty
+rates of each position's first draw, style distances,
 behaviour-frequency JS, goal identifiability, opening quality, reasoning rate, first-turn
 diversity, intent decomposition, termination F1, role adherence; the two-sample ones also per
 behaviour. Real and simulated turns are cut to one character cap (``max_turn_chars``).
@@ -103,7 +106,7 @@ def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams
     one at a time to keep memory low), both through the RL user's sampler and runtime
     (:func:`~mimesis.eval.realism.generate.simulate_local`)."""
     from mimesis.models.base import load_base
-    from mimesis.simulator.frozen import load_frozen
+    from mimesis.simulator.frozen import load_frozen, turn_prefill
 
     device_map = params.device_map or None
     model, tokenizer, meta = load_frozen(freeze_user_dir / "simulator", params.dtype, device_map)
@@ -113,13 +116,14 @@ def generate_both(freeze_user_dir: Path, items: list, params: EvaluateUserParams
     model_ids = {"trained": f"frozen:{meta.get('registered_model', freeze_user_dir.name)}",
                  "baseline": f"base:{base_name}"}
     outputs = {}
+    prefills = {"trained": turn_prefill(meta), "baseline": ""}  # the baseline was never taught it
     for name in ("trained", "baseline"):
         if name == "baseline":
             del model
             gc.collect()
             model, tokenizer = load_base(base_name, params.dtype, device_map)
         outputs[name] = simulate_local(model, tokenizer, VIEW_STYLES[name], items, params,
-                                       desc=f"evaluate_user:{name}")
+                                       desc=f"evaluate_user:{name}", prefill=prefills[name])
     return outputs, model_ids
 
 

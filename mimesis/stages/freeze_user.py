@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mimesis.format import TURN_PREFILL
 from mimesis.io import sha256_file, write_json
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
@@ -79,7 +80,8 @@ def run(train_user_dir: Path, label_dir: Path, out_dir: Path, params: FreezeUser
             "train_user_mlflow_run_id": train_meta.get("mlflow_run_id"),
             "base_model": train_meta["base_model"], "finetune": train_meta["finetune"],
             "registered_model": params.registered_model if params.register else None,
-            "merge_max_abs_logit_diff": merge_diff, "files": hash_files(sim_dir),
+            "merge_max_abs_logit_diff": merge_diff, "turn_prefill": TURN_PREFILL,
+            "files": hash_files(sim_dir),
         }
         write_json(sim_dir / "meta.json", meta)
         registry = (_register(sim_dir, params, mlflow_run.info.run_id,

@@ -52,7 +52,7 @@ class TrainUserParams:
     epochs: float = 1.0
     batch_size: int = 4
     grad_accum: int = 1
-    learning_rate: float = 4e-4
+    learning_rate: float = 3e-3
     warmup_ratio: float = 0.0  # fraction of steps with linear warm-up (cosine decay after)
     save_steps: int = 8  # checkpoint every N optimizer steps (resume granularity)
     eval_at_start: bool = True  # eval loss of the untrained base too (baseline for the curve)

@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 
-from mimesis.format import TURN_PREFILL
 from mimesis.simulator.frozen import load_frozen
 from mimesis.users.spec import UserSamplingParams
 
@@ -71,6 +70,7 @@ def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams,
         FrozenSimulatorError: a file of the folder differs from ``meta.json`` (or is missing).
     """
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
+    from mimesis.simulator.frozen import turn_prefill
     from mimesis.simulator.runtime import UserSimulator
 
     sim_dir = Path(sim_dir)
@@ -82,6 +82,6 @@ def load_frozen_user(sim_dir: Path, *, dtype: str, sampling: UserSamplingParams,
     u = sampling
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=u.temperature, top_p=u.top_p, max_new_tokens=u.max_new_tokens,
-        batch_size=u.batch_size, prefill=TURN_PREFILL), seed=seed)
+        batch_size=u.batch_size, prefill=turn_prefill(meta)), seed=seed)
     simulator = UserSimulator(sampler.chat, max_turns=max_turns)
     return FrozenUser(simulator, model, tokenizer, meta, weights_fingerprint(model), sim_dir)

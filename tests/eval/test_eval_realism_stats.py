@@ -141,7 +141,7 @@ def test_a_simulator_that_copies_real_turns_scores_as_the_ceiling():
 
 
 def test_a_simulator_that_always_ends_loses_every_turn():
-    m, _ = _rows(lambda it: "<|end_conversation|>")
+    m, real_recs = _rows(lambda it: "<|end_conversation|>")
     sim = m["sim"]
     assert sim["turn_loss_rate"] == 1.0 and sim["realism_index"] == 0.0
     assert "c2st" not in sim and sim["n_turns"] == 0 and sim["goal"] == {}
@@ -150,8 +150,13 @@ def test_a_simulator_that_always_ends_loses_every_turn():
     table = markdown_table(m, ["sim", "real"])
     # no spoken turn for the C2ST, but over all positions an always-ending user is told apart
     # every time: scored 0 of 96 positions, distance 50 with a CI at 50
-    assert "| sim | 0 / 32 | 0.00 (0/96) | – | 50.0 [50.0, 50.0] |" in table
+    assert "| sim | 0 / 32 | 0.00 [0.00, 0.00] (0/96) | – | 50.0 [50.0, 50.0] |" in table
     assert sim["scored_rate"] == 0.0 and sim["c2st_all"]["distance"] == 50.0
+    # the real row is scored out of the same 96 positions: it spoke at all but its ends
+    real = m["real"]
+    assert real["n_positions"] == 96.0 and real["n_turns"] == len(real_recs) < 96
+    assert real["scored_rate"] == pytest.approx(len(real_recs) / 96)
+    assert real["scored_rate_ci_low"] <= real["scored_rate"] <= real["scored_rate_ci_high"] < 1
 
 
 def test_an_assistant_like_simulator_is_caught_by_every_check():
@@ -244,11 +249,87 @@ def test_lost_positions_enter_the_all_positions_c2st_as_empty_turns():
 
 
 def test_raw_rates_count_first_draws_that_would_have_leaked_or_said_nothing():
+    from mimesis.eval.realism.generate import Generated
     from mimesis.eval.realism.run import raw_rates
+    from mimesis.simulator.parsing import parse_turn
 
-    got = raw_rates(["<think>plan</think>\nhi there",
-                     "<think>plan</think>\n<think>more</think>\nhi",  # a second block
-                     "<think>plan cut by the token limit",              # unclosed: leak + empty
-                     "<think>done</think>\n<|end_conversation|>",     # an end is not empty
-                     ""])                                               # no draw: not counted
-    assert got == {"raw_leak_rate": 0.5, "raw_empty_rate": 0.25, "raw_positions": 4.0}
+    def first(text: str, extra: tuple[str, ...] = ()) -> Generated:
+        return Generated("sent", "", "sent", False, (), text, (*parse_turn(text).flags, *extra))
+
+    draws = [first("<think>plan</think>\nhi there"),
+             first("<think>plan</think>\n<think>more</think>\nhi"),  # a second block: leak
+             first("<think>plan cut by the token limit"),              # unclosed: leak + empty
+             first("<think>done</think>\n<|end_conversation|>"),     # an end is not empty
+             first("<think>x</think>\nbudget 450 euros", ("hidden_fact",)),  # rule 0: leak
+             Generated("", "", "", False, ())]                          # no draw: not counted
+    got = raw_rates(draws, ["a", "a", "b", "b", "c", "c"], n_bootstrap=0)
+    assert got == {"raw_positions": 5.0, "raw_conversations": 3.0,
+                   "raw_leak_rate": 3 / 5, "raw_empty_rate": 1 / 5}
+    assert "raw_leak_rate" not in raw_rates([Generated("", "", "", False, ())], ["a"])
+    with_ci = raw_rates(draws, ["a", "a", "b", "b", "c", "c"], n_bootstrap=500)
+    # conversation b leaks once of two, a once of two, c its one: the CI spans those shares
+    assert 1 / 3 <= with_ci["raw_leak_rate_ci_low"] <= 0.6 <= with_ci["raw_leak_rate_ci_high"]
+
+
+def test_clustered_share_resamples_conversations_not_positions():
+    """Ten conversations all hit, ten all missed, ten positions each: resampling positions would
+    give a CI of about ±0.07; resampling conversations about ±0.22."""
+    from mimesis.eval.realism.metrics import clustered_share
+
+    hits = [c < 10 for c in range(20) for _ in range(10)]
+    groups = [f"c{c}" for c in range(20) for _ in range(10)]
+    out = clustered_share(hits, groups, n_bootstrap=2000, seed=0)
+    assert out["rate"] == 0.5 and out["n"] == 200 and out["conversations"] == 20
+    assert out["ci_low"] < 0.35 and out["ci_high"] > 0.65
+    assert clustered_share([True] * 4, ["a", "a", "b", "b"], 100)["ci_low"] == 1.0
+    with pytest.raises(ValueError, match="hits"):
+        clustered_share([True], ["a", "b"])
+
+
+def test_all_positions_distance_and_its_paired_difference_count_the_lost_turns():
+    """Three simulators that copy the real turns: at every position ("copy"), at a third of
+    them ("lossy", it ends elsewhere) and at none ("silent"). On spoken turns copy and lossy
+    both look real, so their spoken paired difference is noise; over all positions the lost
+    turns enter as empty ones, lossy moves away from copy and silent is told apart every time,
+    a paired all-positions difference whose CI excludes 0. Table and verdicts carry them."""
+    rng = random.Random(0)
+    items, _ = build_items([_conv(i, rng) for i in range(32)], 0, 2, seed=0)
+    label = lambda turns, i: []
+    real = real_records(items, label, max_turn_chars=60)
+    end = "<|end_conversation|>"
+    keep = lambda it: (int(it.conv_id[1:]) + it.turn_index) % 3 == 0
+    texts = {"copy": [it.real_text or end for it in items],
+             "lossy": [(it.real_text or end) if keep(it) else end for it in items],
+             "silent": [end for _ in items]}
+    sims = {n: simulated_records(items, parse_all(t), label, max_turn_chars=60)
+            for n, t in texts.items()}
+    cfg = RealismConfig(min_support=3, c2st_min_support=8, c2st_folds=4, c2st_permutations=0,
+                        n_bootstrap=300, goal_distractors=10)
+    m = evaluate_rows(sims, real, _featurize, is_assistant_like, cfg, _hash_embed)
+    copy, lossy, silent = m["copy"], m["lossy"], m["silent"]
+    assert silent["scored_rate"] == 0 < lossy["scored_rate"] < 0.5 * copy["scored_rate"]
+    assert copy["c2st_all"] == copy["c2st"]  # nothing lost: the same test
+    assert lossy["c2st_all"]["n"] > lossy["c2st"]["n"]  # the lost positions are in
+    assert lossy["c2st_all"]["distance"] > lossy["c2st"]["distance"] + 10
+    assert silent["c2st_all"]["distance"] == 50.0 and "c2st" not in silent
+    spoken = m["comparisons"]["copy-vs-lossy"]  # copy − lossy, rows in their given order
+    assert spoken["ci_low"] <= 0 <= spoken["ci_high"]
+    everything = m["comparisons_all"]["copy-vs-lossy"]
+    assert everything["difference"] == pytest.approx(
+        copy["c2st_all"]["distance"] - lossy["c2st_all"]["distance"])
+    assert everything["difference"] < spoken["difference"] - 10
+    assert "copy-vs-silent" not in m["comparisons"]  # silent has no spoken turn to compare
+    gone = m["comparisons_all"]["copy-vs-silent"]
+    assert gone["ci_high"] < 0 and gone["p_a_better"] < 0.01  # copy is closer to real
+    table = markdown_table(m, ["copy", "lossy", "silent", "real"])
+    assert "(paired, same positions, all positions)" in table
+    assert f"| {lossy['c2st_all']['distance']:.1f} [" in table
+
+
+def test_the_realism_rate_helpers_doctests_hold():
+    import doctest
+
+    from mimesis.eval.realism import metrics, run
+
+    for module in (metrics, run):
+        assert doctest.testmod(module).failed == 0

@@ -19,8 +19,9 @@ from mimesis.envs.registry import env_names
 from mimesis.envs.travel import probes as travel_probes
 from mimesis.envs.turtle import probes as turtle_probes_module
 from mimesis.envs.turtle.probes import turtle_probes
-from mimesis.eval.agents import fact_reveal
-from mimesis.eval.agents.fact_reveal import FactRevealParams, env_probes, play, summarize
+from mimesis.eval.agents import fact_report, fact_reveal
+from mimesis.eval.agents.fact_report import summarize
+from mimesis.eval.agents.fact_reveal import FactRevealParams, env_probes, play
 from mimesis.simulator.runtime import UserSimulator
 
 TRAIN_ENVS = env_names("train")
@@ -140,6 +141,7 @@ def test_parsers_are_narrow() -> None:
     for module in (facts, travel_probes, turtle_probes_module):
         assert doctest.testmod(module).failed == 0
     assert doctest.testmod(fact_reveal).failed == 0
+    assert doctest.testmod(fact_report).failed == 0
     assert turtle_probes_module.yes_no("No idea, sorry") is None
     assert travel_probes.stated_values("anything but 2 stops", ("nonstop", "1 stop", "2 stops")) \
         == {"2 stops"}
@@ -236,7 +238,7 @@ def test_heldout_probes_are_the_evaluation_tasks_and_at_least_16(env) -> None:
 def test_false_end_counts_users_that_leave_when_asked(probes) -> None:
     """A user that answers never ends falsely; one that leaves at every question always does;
     the mean over envs carries both, with its CI."""
-    from mimesis.eval.agents.fact_reveal import mean_over_envs
+    from mimesis.eval.agents.fact_report import mean_over_envs
 
     def leaves(batch):
         return ["<think>I'm done here.</think>\n<|end_conversation|>" for _ in batch]
@@ -251,3 +253,145 @@ def test_false_end_counts_users_that_leave_when_asked(probes) -> None:
     m = mean_over_envs(mixed, "ended", n_bootstrap=200)
     assert m["mean"] == pytest.approx(0.5) and m["n_envs"] == 2
     assert m["ci_low"] <= 0.5 <= m["ci_high"]
+
+
+def test_params_refuse_held_out_seeds_among_the_training_streams() -> None:
+    from mimesis.envs.registry import GROUNDING_SEED
+    from mimesis.eval.agents.run import AgentComparisonParams
+    from mimesis.stages.evaluate_agents import EvaluateAgentsParams
+
+    with pytest.raises(ValueError, match="heldout_seed_offset must be >="):
+        FactRevealParams(heldout_seed_offset=GROUNDING_SEED - 1)
+    with pytest.raises(ValueError, match="splits"):
+        FactRevealParams(splits=["test"])
+    with pytest.raises(ValueError, match="must equal agents.seed_offset"):
+        EvaluateAgentsParams(agents=AgentComparisonParams(enabled=False),
+                             fact_reveal=FactRevealParams(heldout_seed_offset=GROUNDING_SEED * 50))
+
+
+@pytest.mark.parametrize("profile", ["default", "smoke", "full", "claim", "gpu"])
+def test_held_out_probe_seeds_collide_with_no_training_or_grounding_seed(profile) -> None:
+    """Procedural envs: the held-out probes' seeds are the agents' held-out seeds and none of
+    the seeds that train_agent, distill_agent, sft_agent, the difficulty ladder, the simulator's
+    grounding dialogues or the training-part probes reset (each profile's params.yaml)."""
+    from mimesis.envs.registry import GROUNDING_SEED
+    from mimesis.params import stage_params
+    from mimesis.train.grounding import GroundingParams
+
+    fr = stage_params("evaluate_agents", profile=profile).get("fact_reveal", {})
+    agents = stage_params("evaluate_agents", profile=profile).get("agents", {})
+    defaults = FactRevealParams()
+    n = fr.get("n_tasks", defaults.n_tasks)
+    offset = fr.get("heldout_seed_offset", defaults.heldout_seed_offset)
+    held = set(range(offset, offset + n))
+    assert offset == agents.get("seed_offset", defaults.heldout_seed_offset)
+    first = fr.get("scenario_seed", defaults.scenario_seed)
+    used = {"fact_reveal train": range(first, first + n)}
+    grounding = stage_params("train_user", profile=profile).get("grounding", {})
+    used["grounding"] = range(GROUNDING_SEED, GROUNDING_SEED + grounding.get(
+        "tasks_per_env", GroundingParams().tasks_per_env))
+    for stage in ("train_agent", "distill_agent"):
+        s = stage_params(stage, profile=profile)
+        rounds = 1 + s.get("dynamic_sampling", {}).get("max_rounds", 0)
+        used[stage] = range(s["scenario_seed"],
+                            s["scenario_seed"] + s["steps"] * s["scenarios_per_step"] * rounds)
+        ladder = s.get("difficulty", {})
+        if ladder.get("scenario_seed") is not None:
+            used[f"{stage} difficulty"] = range(ladder["scenario_seed"],
+                                                ladder["scenario_seed"] + ladder["scenarios"])
+    sft = stage_params("sft_agent", profile=profile)
+    used["sft_agent"] = range(sft["scenario_seed"], sft["scenario_seed"]
+                              + sft["scenarios_per_env"] * len(sft.get("envs", TRAIN_ENVS)))
+    collisions = {name: sorted(held & set(r))[:3] for name, r in used.items() if held & set(r)}
+    assert collisions == {}
+
+
+def _user_results(rows, **kw):
+    from mimesis.eval.agents.fact_report import user_results
+
+    return user_results(rows, FactRevealParams(envs=["TurtleGym", "TauGym"], n_bootstrap=200,
+                                               users=[{"name": "agenda", "kind": "agenda"}],
+                                               **kw))
+
+
+def test_report_and_metrics_carry_both_splits_false_ends_and_means(probes) -> None:
+    """A user that answers TurtleGym and leaves TauGym on the training split and answers both on
+    held-out tasks: the report puts held-out first, the false-end table and its reasons carry
+    the leaving, the mean over envs averages the env rates, and metrics.json's shape holds
+    every key a consumer reads."""
+    from mimesis.eval.agents.fact_report import markdown, metrics_of
+
+    p = FactRevealParams(envs=["TurtleGym", "TauGym"], users=[{"name": "agenda", "kind": "agenda"}],
+                         splits=["train", "heldout"])  # report order is held-out first anyway
+    yes = UserSimulator(_scripted(lambda g, q: "Yes."))
+    leave = UserSimulator(lambda batch: ["<think>bye</think>\n<|end_conversation|>"] * len(batch))
+    rows = []
+    for split in ("heldout", "train"):
+        rows += play(yes, env_probes("TurtleGym", p, split))
+        rows += play(yes if split == "heldout" else leave, env_probes("TauGym", p, split))
+    results = {"scripted": _user_results(rows, splits=["train", "heldout"])}
+    assert list(results["scripted"]) == ["heldout", "train"]
+    train = results["scripted"]["train"]
+    assert train["TauGym"]["false_end"] == 1.0 and train["TurtleGym"]["false_end"] == 0.0
+    assert train["TauGym"]["end_reasons"] == {"end_signal": train["TauGym"]["n"]}
+    assert train["mean"]["false_end"]["mean"] == pytest.approx(0.5)
+    assert train["mean"]["mean"] == pytest.approx(
+        (train["TurtleGym"]["rate"] + train["TauGym"]["rate"]) / 2)
+    assert results["scripted"]["heldout"]["mean"]["false_end"]["mean"] == 0.0
+    assert results["scripted"]["heldout"]["mean"]["n"] == sum(r["split"] == "heldout"
+                                                             for r in rows)
+
+    md = markdown(results, p)
+    assert md.index("## Held-out tasks") < md.index("## Training-part tasks")
+    false_end = md.split("Training-part tasks (never in the grounding dialogues): false end")[1]
+    n_tau = train["TauGym"]["n"]
+    assert f"| TauGym | 100% [100%, 100%] ({n_tau}) |" in false_end
+    assert f"False ends by end reason (train): scripted / TauGym: end_signal {n_tau}." in md
+    assert "False ends by end reason (heldout): none." in md
+
+    metrics = metrics_of(results)["scripted"]
+    for split in ("heldout", "train"):
+        for env in ("TurtleGym", "TauGym"):
+            assert set(metrics[split][env]) == {
+                "rate", "n", "n_tasks", "ci_low", "ci_high", "false_end", "false_end_ci_low",
+                "false_end_ci_high", "end_reasons"}
+        assert {"mean", "ci_low", "ci_high", "n", "n_envs", "false_end"} <= set(
+            metrics[split]["mean"])
+
+
+def test_mean_over_envs_ci_resamples_tasks_within_each_env() -> None:
+    """Env a: every task revealed; env b: half its tasks. The mean is 0.75 whatever is drawn
+    from a, so the CI is b's CI halved and shifted by 0.5, never reaching 1 or 0.5."""
+    from mimesis.eval.agents.fact_report import mean_over_envs
+    from mimesis.eval.agents.stats import bootstrap_ci
+
+    rows = [{"env": "a", "task_id": f"a{k}", "revealed": True} for k in range(10)]
+    rows += [{"env": "b", "task_id": f"b{k}", "revealed": k % 2 == 0} for k in range(10)]
+    m = mean_over_envs(rows, n_bootstrap=2000, seed=1)
+    assert m["mean"] == pytest.approx(0.75) and m["n"] == 20 and m["n_envs"] == 2
+    lo_b, hi_b = bootstrap_ci([float(k % 2 == 0) for k in range(10)], 2000, seed=1)
+    assert m["ci_low"] == pytest.approx(0.5 + lo_b / 2, abs=0.03)
+    assert m["ci_high"] == pytest.approx(0.5 + hi_b / 2, abs=0.03)
+    assert 0.5 < m["ci_low"] < 0.75 < m["ci_high"] < 1.0
+
+
+def test_run_fact_reveal_writes_both_splits_for_a_rule_user(tmp_path) -> None:
+    """The whole check with the agenda user (no model): files, rows with their split, and the
+    metrics shape the stage writes to metrics.json."""
+    from mimesis.eval.agents.fact_reveal import run_fact_reveal
+
+    sim_dir = tmp_path / "freeze_user" / "simulator"
+    sim_dir.mkdir(parents=True)
+    (sim_dir / "meta.json").write_text('{"files": {}}')
+    p = FactRevealParams(envs=["TurtleGym", "FunctionGym"], n_tasks=2, n_bootstrap=50,
+                         users=[{"name": "agenda", "kind": "agenda"}])
+    metrics = run_fact_reveal(tmp_path / "freeze_user", tmp_path / "out", p)
+    report = json.loads((tmp_path / "out" / "fact_reveal.json").read_text())
+    assert {(r["split"], r["env"]) for r in report["rows"]} == {
+        (s, e) for s in ("heldout", "train") for e in p.envs}
+    assert len(report["rows"]) == 2 * 2 * 2 * 2  # splits x envs x tasks x phrasings
+    assert metrics["agenda"]["heldout"]["FunctionGym"]["n"] == 4
+    assert metrics["agenda"]["train"]["mean"]["n"] == 8
+    assert isinstance(metrics["seconds"], float)
+    md = (tmp_path / "out" / "fact_reveal.md").read_text()
+    assert md.count("| **mean over envs** |") == 4  # revealed and false end, both splits

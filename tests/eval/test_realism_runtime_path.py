@@ -45,6 +45,7 @@ def tiny():
 def test_realism_turns_equal_the_rl_users_turns(tiny):
     """simulate_local == UserSimulator(TokenSampler.chat) of train_agent's frozen user, turn for
     turn, for the same model, seed and episode states."""
+    from mimesis.format import TURN_PREFILL
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
     from mimesis.simulator.prompts import render_system_prompt
     from mimesis.simulator.runtime import UserSimulator, UserState
@@ -54,10 +55,11 @@ def test_realism_turns_equal_the_rl_users_turns(tiny):
     params = RealismParams(max_new_tokens=12, batch_size=4, max_prompt_tokens=0, seed=5)
     ours = simulate_local(model, tokenizer, "user_simulator", items, params, desc="t")
 
-    # what mimesis.users.frozen.load_user builds, fed the same states
+    # what mimesis.users.frozen.load_user builds (its turns open with the <think> prefill), fed
+    # the same states
     sampler = TokenSampler(model, tokenizer, SamplingParams(
-        temperature=params.temperature, top_p=params.top_p, max_new_tokens=12, batch_size=4),
-        seed=5)
+        temperature=params.temperature, top_p=params.top_p, max_new_tokens=12, batch_size=4,
+        prefill=TURN_PREFILL), seed=5)
     sim = UserSimulator(sampler.chat, max_turns=10**9)
     pairs = []
     for it in items:
@@ -140,3 +142,66 @@ def test_earlier_user_turns_carry_their_labelled_reasoning_in_the_view():
     simulate_runtime(record, "user_simulator", late, len, 4, 0, 0, chunk_size=4, desc="t")
     own = [m["content"] for m in views[0] if m["role"] == "assistant"]
     assert len(own) == 1 and own[0].startswith("<think>i want step 2</think>\n")
+
+
+def test_first_draws_are_kept_and_counted_though_the_guards_cleaned_the_sent_turns():
+    """A first draw cut by the token limit (private text, nothing to say) is redrawn clean:
+    the sent turns show nothing, the raw rates show every position; a row whose first draws
+    are clean scores 0 on both."""
+    from mimesis.eval.realism.run import raw_rates
+
+    items, _ = build_items(_conversations(4), 0, 1, seed=0)
+    groups = [it.conv_id for it in items]
+    calls = []
+
+    def cut_then_clean(batch):
+        calls.append(len(batch))
+        return ["<think>the user wants a fix, so I" if len(calls) == 1
+                else "<think>ok</think>\nmy list is still broken" for _ in batch]
+
+    out = simulate_runtime(cut_then_clean, "user_simulator", items, None, 0, 0, 0, 64, "t")
+    assert all(g.utterance == "my list is still broken" for g in out)  # what the agent got
+    assert all(g.first_raw.startswith("<think>the user wants") and g.raw != g.first_raw
+               for g in out)
+    assert all("think_unclosed" in g.first_flags for g in out)
+    rates = raw_rates(out, groups, n_bootstrap=100)
+    assert rates["raw_leak_rate"] == 1.0 and rates["raw_empty_rate"] == 1.0
+    assert rates["raw_positions"] == len(items) and rates["raw_conversations"] == 4
+
+    clean = simulate_runtime(lambda b: ["<think>ok</think>\nmy list is still broken"] * len(b),
+                             "user_simulator", items, None, 0, 0, 0, 64, "t")
+    rates = raw_rates(clean, groups, n_bootstrap=100)
+    assert rates["raw_leak_rate"] == 0.0 and rates["raw_empty_rate"] == 0.0
+
+
+def test_first_draw_flags_see_the_runtimes_private_text_rule():
+    """A first draw that reads out a hidden fact with meta-talk is emptied by the runtime (rule
+    0) and redrawn: its flags carry ``hidden_fact``, as the runtime's resample flags do; a
+    hidden word the agent already said is no leak."""
+    from mimesis.eval.realism.generate import first_draw_flags
+    from mimesis.simulator.runtime import UserSimulator, UserState
+
+    scenario = Scenario(goal="a flight to Denver, budget 450 euros", annotator="test")
+    calls = []
+
+    def leak_then_clean(batch):
+        calls.append(len(batch))
+        return ["<think>ok</think>\nany flights? My goal is to stay under 450 euros"
+                if len(calls) == 1 else "<think>ok</think>\nflights to Denver under 450 euros?"
+                ] * len(batch)
+
+    sim = UserSimulator(leak_then_clean, max_turns=10)
+    reply, state = sim.next_message("Hi! Where to?", sim.init_state(scenario))
+    # the sent turn states the budget itself; it was not public when the first draw was made
+    assert reply == "flights to Denver under 450 euros?" and "resampled:hidden_fact" in state.flags
+    assert "hidden_fact" in first_draw_flags(state)
+    assert "hidden_fact" in runtime_generated(reply, state).first_flags
+
+    # the agent said the figure already: no longer hidden, the same draw is no leak
+    sim = UserSimulator(lambda b: ["<think>ok</think>\nmy goal is to stay under 450 euros"]
+                        * len(b), max_turns=10)
+    reply, state = sim.next_message("Is 450 euros your budget?", sim.init_state(scenario))
+    assert reply and "hidden_fact" not in first_draw_flags(state)
+    unsaid = UserState(scenario=scenario, system_prompt="s")
+    _, state = sim.next_message("Anything else?", unsaid)
+    assert "hidden_fact" in first_draw_flags(state)

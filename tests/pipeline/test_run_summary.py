@@ -65,9 +65,24 @@ AGENTS = """**Smoke test of the agent machinery**: AGENTS-NOTE.
 """
 FACT_REVEAL = """# Fact reveal: does the user state its hidden fact when asked?
 
+FACT-LEAD
+
+## Held-out tasks (the tasks agents are evaluated on): revealed
+
 | env | frozen |
 |---|---|
 | TravelGym | FACT-ROW |
+| **mean over envs** | FACT-MEAN-ROW |
+
+## Held-out tasks (the tasks agents are evaluated on): false end
+
+| TravelGym | FALSE-END-ROW |
+
+False ends by end reason (heldout): FALSE-END-REASONS.
+
+## Training-part tasks (never in the grounding dialogues): revealed
+
+| TravelGym | FACT-TRAIN-ROW |
 
 ## Examples
 
@@ -122,13 +137,20 @@ def test_realism_agents_and_fact_reveal_heads_are_embedded_with_links(tmp_path: 
         "MECHANISM-ROW",
         "MEAN-REWARD-ROW",
         "PAIRED-ROW",
+        "FACT-LEAD",
         "FACT-ROW",
+        "FACT-MEAN-ROW",
+        "FALSE-END-ROW",
+        "FALSE-END-REASONS",
+        "FACT-TRAIN-ROW",
     ):
         assert marker in text, marker
     for detail in ("REALISM-SLICE-ROW", "FACT-EXAMPLE", "# Simulator realism", "# Fact reveal:"):
         assert detail not in text, detail
     assert "### Smoke run: the claim's comparisons" in text  # one level below "## Agents"
     assert "#### Mechanism" in text
+    assert "### Held-out tasks (the tasks agents are evaluated on): revealed" in text
+    assert text.index("FACT-ROW") < text.index("FACT-TRAIN-ROW")  # held-out first
     assert "Full: [data/evaluate_user/table.md](../evaluate_user/table.md)" in text
     assert "Full: [data/evaluate_agents/agents.md](../evaluate_agents/agents.md)" in text
     assert "Full: [data/evaluate_agents/fact_reveal.md](../evaluate_agents/fact_reveal.md)" in text

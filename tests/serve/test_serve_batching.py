@@ -111,7 +111,9 @@ def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, test_spl
     model, tokenizer = tiny
     bodies = [dict(b, seed=11) for b in soak.replay_bodies(test_split, 8, max_tokens=24,
                                                            temperature=0.0)]
-    backend = TransformersBackend(model, tokenizer, batch_size=8, max_prompt_tokens=PROMPT_BUDGET)
+    # prefill "": random weights never close a <think>, every prefilled turn would be private
+    backend = TransformersBackend(model, tokenizer, batch_size=8, max_prompt_tokens=PROMPT_BUDGET,
+                                  prefill="")
     assert len({backend.prompt_tokens(b["messages"]) for b in bodies}) >= 4
 
     def serve(max_batch: int, window_ms: float) -> tuple[list[str], dict]:

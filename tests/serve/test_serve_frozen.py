@@ -37,8 +37,11 @@ def build_frozen_tiny(sim_dir: Path) -> Path:
     model, tokenizer = load_base("tiny-llama")
     model.save_pretrained(sim_dir)
     tokenizer.save_pretrained(sim_dir)
+    # random weights never close a <think> block: prefilled, every turn would be private, so
+    # the folder declares no private channel (freeze_user records "<think>")
     write_json(sim_dir / "meta.json", {"stage": "test-fixture", "base_model": "tiny-llama",
-                                       "finetune": "none", "files": hash_files(sim_dir)})
+                                       "finetune": "none", "turn_prefill": "",
+                                       "files": hash_files(sim_dir)})
     return sim_dir
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mimesis.format import TURN_PREFILL
 from mimesis.schemas import Scenario, Turn
 from mimesis.serve.backends import (
     VLLM_MISSING,
@@ -183,7 +184,8 @@ def test_vllm_prompts_are_the_transformers_prompts(tiny_dir) -> None:
               {"role": "user", "content": "Hello, how can I help?"}]]
     ids = build_vllm_prompts(tokenizer, batch, max_prompt_tokens=10_000)[0]["prompt_token_ids"]
     rendered = ChatGenerator(None, tokenizer).render(batch[0])
-    assert tokenizer.decode(ids) == rendered
+    # the trained simulator's turn opens with its private channel: vLLM gets it in the prompt
+    assert tokenizer.decode(ids) == rendered + TURN_PREFILL
     assert rendered.endswith("<|im_start|>assistant\n")
     cut = build_vllm_prompts(tokenizer, batch, max_prompt_tokens=5)[0]["prompt_token_ids"]
     assert cut == ids[-5:]  # like ChatGenerator: keep the most recent tokens
@@ -210,7 +212,9 @@ def test_vllm_backend_against_a_fake_engine(monkeypatch, tiny_dir) -> None:
     backend = VLLMBackend(tiny_dir, dtype="float16", tensor_parallel_size=2)
     out = backend.generate([[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]],
                            Sampling(32, 0.5, 0.8, seed=1))
-    assert out == ["out 0", "out 1"]
+    # the prefilled <think> is given back in front of each continuation, as transformers does
+    assert out == [TURN_PREFILL + "out 0", TURN_PREFILL + "out 1"]
+    assert all(p["prompt_token_ids"] for p in seen["prompts"])
     assert seen["llm"]["model"] == str(tiny_dir) and seen["llm"]["dtype"] == "float16"
     assert seen["llm"]["tensor_parallel_size"] == 2 and seen["use_tqdm"] is False
     assert seen["params"].kwargs["max_tokens"] == 32 and len(seen["prompts"]) == 2

@@ -28,7 +28,7 @@ class RecordingBackend(TransformersBackend):
     """The transformers backend, keeping every chat it is given."""
 
     def __init__(self, model, tokenizer) -> None:
-        super().__init__(model, tokenizer)
+        super().__init__(model, tokenizer, prefill="")  # random weights: no private channel
         self.seen: list = []
 
     def generate(self, batch, sampling, stop=None):

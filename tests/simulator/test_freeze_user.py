@@ -66,6 +66,7 @@ def test_frozen_folder_is_plain_hf_hashed_and_read_only(frozen):
     assert set(meta["inputs"]) == {"label/train.jsonl", "label/val.jsonl",
                                    "train_user/meta.json"}
     assert meta["merge_max_abs_logit_diff"] < 1e-3
+    assert meta["turn_prefill"] == "<think>"  # the recipe's turns open in the private channel
     assert all(not os.access(p, os.W_OK) or os.geteuid() == 0 for p in sim_dir.iterdir())
     assert all((p.stat().st_mode & 0o222) == 0 for p in [sim_dir, *sim_dir.iterdir()])
 

@@ -82,3 +82,28 @@ def test_served_prompts_end_with_the_prefill(tiny) -> None:
     [prompt] = build_vllm_prompts(tok, [CHAT], 10_000)
     want = encode(tok, render(tok, CHAT, add_generation_prompt=True) + TURN_PREFILL)
     assert prompt["prompt_token_ids"] == want
+
+
+def test_a_frozen_folder_declares_the_prefill_every_loader_uses(tmp_path, tiny) -> None:
+    """``meta.json``'s ``turn_prefill`` reaches the served backend; a folder without the key is
+    the recipe's (``<think>``), ``""`` is a simulator without a private channel."""
+    from mimesis.io import write_json
+    from mimesis.serve.backends import Sampling, load_backend
+    from mimesis.simulator.frozen import hash_files, turn_prefill
+
+    model, tok = tiny
+    for declared, want in ((None, TURN_PREFILL), ("", ""), ("<think>", "<think>")):
+        sim_dir = tmp_path / f"sim-{want or 'none'}-{declared is None}"
+        model.save_pretrained(sim_dir)
+        tok.save_pretrained(sim_dir)
+        meta = {"stage": "test-fixture", "base_model": "tiny-llama", "finetune": "none",
+                **({} if declared is None else {"turn_prefill": declared}),
+                "files": hash_files(sim_dir)}
+        write_json(sim_dir / "meta.json", meta)
+        assert turn_prefill(meta) == want
+        backend = load_backend("transformers", sim_dir, trust_folder=True)
+        assert backend.prefill == want
+        [text] = backend.generate([CHAT], Sampling(3, 0.0, 1.0))
+        assert text.startswith(want)
+    with pytest.raises(TypeError, match="turn_prefill must be a string"):
+        turn_prefill({"turn_prefill": 1})

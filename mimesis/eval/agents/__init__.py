@@ -7,7 +7,8 @@ training simulator and users it never met (docs/agents.md).
 - :mod:`~mimesis.eval.agents.stats` (success, bootstrap CIs), :mod:`~mimesis.eval.agents.pairs`
   (paired differences), :mod:`~mimesis.eval.agents.elicitation` (does the agent ask before it
   answers), :mod:`~mimesis.eval.agents.fact_reveal` (does each user state its hidden facts when
-  asked), :mod:`~mimesis.eval.agents.reward_trend` (did the training reward rise).
+  asked; its rates and report: :mod:`~mimesis.eval.agents.fact_report`),
+  :mod:`~mimesis.eval.agents.reward_trend` (did the training reward rise).
 - :mod:`~mimesis.eval.agents.tables` and :mod:`~mimesis.eval.agents.claim` — the report and the
   claim table.
 """

@@ -43,6 +43,7 @@ class Generated:
     ended: bool
     flags: tuple[str, ...]
     first_raw: str = ""  # the position's first draw, before any guard redrew it
+    first_flags: tuple[str, ...] = ()  # its parse and private-text flags (first_draw_flags)
 
 
 def trained_messages(scenario: Scenario, history: list[Turn]) -> Messages:
@@ -80,21 +81,57 @@ def parse_all(raws: Sequence[str]) -> list[Generated]:
     return out
 
 
-def runtime_generated(reply: str, state: UserState) -> Generated:
+def first_draw_flags(state: UserState, guards: GuardParams | None = None) -> tuple[str, ...]:
+    """Flags of the position's first raw draw (``state.raw[0]``) as the runtime assessed it
+    before any guard redrew it: the parser's flags
+    (:func:`~mimesis.simulator.parsing.parse_turn`) plus the runtime's private-text rule 0 on
+    the parsed utterance, ``directive_copy``
+    (:func:`~mimesis.simulator.guards.strip_directive_copies`) and ``hidden_fact``
+    (:func:`~mimesis.simulator.hidden_facts.hidden_facts_said`), over the text public before
+    this turn. ``()`` when nothing was drawn (an ended state the runtime never asked).
+
+    ``state`` is the state after the step: the user turn a step sent is the last of its
+    history and is not public before it.
+    """
+    from mimesis.simulator.guards import strip_directive_copies
+    from mimesis.simulator.hidden_facts import hidden_facts_said
+
+    if not state.raw:
+        return ()
+    g = guards or GuardParams()
+    parsed = parse_turn(state.raw[0])
+    flags = list(parsed.flags)
+    sent = not state.ended and state.history and state.history[-1].role == "user"
+    before = state.history[:-1] if sent else state.history
+    public = "\n".join(t.text for t in before if t.role == "assistant")
+    kept, cut = strip_directive_copies(parsed.utterance, state.scenario.directives,
+                                       g.directive_min_words, public)
+    if cut:
+        flags.append("directive_copy")
+    if hidden_facts_said(kept, state.scenario, "\n".join(t.text for t in before)):
+        flags.append("hidden_fact")
+    return tuple(flags)
+
+
+def runtime_generated(reply: str, state: UserState,
+                      guards: GuardParams | None = None) -> Generated:
     """The :class:`Generated` of one runtime step: what was sent (or why nothing was), the
-    private reasoning of the turn, and every flag of the step (resamples included)."""
+    private reasoning of the turn, every flag of the step (resamples included), and the first
+    draw with its :func:`first_draw_flags` (``guards``: the runtime's, default
+    :class:`GuardParams`)."""
     flags = list(state.flags)
     raw = state.raw[-1] if state.raw else ""
     first = state.raw[0] if state.raw else ""
+    first_flags = first_draw_flags(state, guards)
     if state.ended:
         if state.end_reason:
             flags.append(f"end:{state.end_reason}")
         # An empty turn refused after its resample is a lost turn, not an end decision.
         return Generated(raw, state.end_reasoning, "", state.end_reason != "empty_turn",
-                         tuple(flags), first)
+                         tuple(flags), first, first_flags)
     # A turn with an utterance and the end signal is sent (the runtime defers the end, flag
     # ``end_deferred``): the user spoke here, so it is scored as a spoken turn.
-    return Generated(raw, state.private[-1], reply, False, tuple(flags), first)
+    return Generated(raw, state.private[-1], reply, False, tuple(flags), first, first_flags)
 
 
 def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence[EvalItem],
@@ -148,7 +185,7 @@ def simulate_runtime(generate_fn: GenerateFn, prompt_style: str, items: Sequence
     out: list[Generated] = []
     with tqdm(total=len(pairs), desc=desc, unit="turn") as bar:
         for start in range(0, len(pairs), chunk_size):
-            out += [runtime_generated(reply, state)
+            out += [runtime_generated(reply, state, sim.guards)
                     for reply, state in sim.next_messages(pairs[start:start + chunk_size])]
             bar.update(len(pairs[start:start + chunk_size]))
     return out
@@ -163,18 +200,21 @@ def sampler_token_counter(tokenizer) -> Callable[[Messages], int]:
 
 
 def simulate_local(model, tokenizer, prompt_style: str, items: Sequence[EvalItem], params,
-                   desc: str) -> list[Generated]:
+                   desc: str, prefill: str | None = None) -> list[Generated]:
     """:func:`simulate_runtime` with a local model behind the RL sampler (``TokenSampler``,
     seeded with ``params.seed``): the generation path of train_agent's frozen user.
 
     ``params``: a :class:`~mimesis.eval.realism.run.RealismParams` (sampling, budgets, batch
-    size)."""
+    size). ``prefill``: written in front of each turn (default: the trained simulator's
+    :data:`~mimesis.format.TURN_PREFILL` for ``prompt_style`` ``user_simulator``, none for a
+    prompted model; a frozen folder's own is :func:`~mimesis.simulator.frozen.turn_prefill`)."""
     from mimesis.format import TURN_PREFILL
     from mimesis.models.engine.sampling import SamplingParams, TokenSampler
 
     # the trained simulator is sampled as its runtime samples it (its turns open with <think>);
     # the prompted baseline was never taught that contract, so it gets no prefill
-    prefill = TURN_PREFILL if prompt_style == "user_simulator" else ""
+    if prefill is None:
+        prefill = TURN_PREFILL if prompt_style == "user_simulator" else ""
     sampler = TokenSampler(model, tokenizer, SamplingParams(
         temperature=params.temperature, top_p=params.top_p, max_new_tokens=params.max_new_tokens,
         batch_size=params.batch_size, prefill=prefill), seed=params.seed)

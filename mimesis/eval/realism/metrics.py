@@ -13,7 +13,10 @@ its first split's test, since its splits share turns (:func:`pooled_c2st`).
 A simulator that ends or writes nothing where the real user spoke loses that turn: the C2ST sees
 only spoken turns, so ``turn_loss_rate`` is reported beside it and folded into
 ``realism_index`` = (1 − distance / 50) · (1 − turn_loss_rate) (0..1; 1 = indistinguishable and
-no turn lost; 0 when every turn is lost).
+no turn lost; 0 when every turn is lost). Beside it: ``scored_rate`` (share of positions with a
+spoken turn, CI over conversations, :func:`clustered_share`) and ``c2st_all``, the C2ST over
+every position with the lost ones as empty turns (:func:`all_position_c2st`), whose paired row
+differences are ``comparisons_all``.
 """
 
 from __future__ import annotations
@@ -238,6 +241,60 @@ def turn_loss_rate(records: Sequence[TurnRecord]) -> float | None:
     return sum(not r.spoken for r in asked) / len(asked) if asked else None
 
 
+def clustered_share(hits: Sequence[bool], groups: Sequence[str], n_bootstrap: int = 1000,
+                    seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
+    """A share with its percentile bootstrap CI over conversations (positions of one
+    conversation are resampled together: they share a writer and a topic).
+
+    Args:
+        hits: One bool per position.
+        groups: The conversation id of each position (same length).
+        n_bootstrap: Resamples (0 = no CI).
+        seed: Seed of the resampling.
+        confidence: Level of the CI.
+
+    Returns:
+        ``rate`` (0..1; NaN for no position), ``n`` (positions), ``conversations`` and, with a
+        bootstrap and ≥ 2 conversations, ``ci_low`` / ``ci_high`` (each resample: pooled hits /
+        pooled positions of the drawn conversations).
+
+    Raises:
+        ValueError: ``hits`` and ``groups`` differ in length.
+
+    Source: percentile bootstrap over clusters, Efron & Tibshirani (1993), ch. 13 and §6.9.
+
+    >>> out = clustered_share([True, False, True, True], ["a", "a", "b", "b"], 200)
+    >>> out["rate"], out["n"], out["conversations"], 0.5 <= out["ci_low"] <= out["ci_high"] <= 1
+    (0.75, 4.0, 2.0, True)
+    """
+    if len(hits) != len(groups):
+        raise ValueError(f"clustered_share: {len(hits)} hits for {len(groups)} groups")
+    per: dict[str, list[float]] = {}
+    for hit, group in zip(hits, groups, strict=True):
+        per.setdefault(group, [0.0, 0.0])
+        per[group][0] += float(hit)
+        per[group][1] += 1.0
+    out = {"rate": sum(map(float, hits)) / len(hits) if hits else float("nan"),
+           "n": float(len(hits)), "conversations": float(len(per))}
+    if n_bootstrap and len(per) >= 2:
+        h, t = (np.array(v) for v in zip(*per.values(), strict=True))
+        draw = np.random.default_rng(seed).integers(0, len(h), (n_bootstrap, len(h)))
+        shares = h[draw].sum(axis=1) / t[draw].sum(axis=1)
+        tail = 100.0 * (1.0 - confidence) / 2.0
+        out["ci_low"], out["ci_high"] = (float(x) for x in np.percentile(shares,
+                                                                        [tail, 100.0 - tail]))
+    return out
+
+
+def with_share(out: dict, key: str, share: dict[str, float]) -> None:
+    """Put a :func:`clustered_share` into a metrics row as flat keys: ``<key>`` (the rate) and
+    ``<key>_ci_low`` / ``<key>_ci_high`` when there is a CI."""
+    out[key] = share["rate"]
+    for end in ("ci_low", "ci_high"):
+        if end in share:
+            out[f"{key}_{end}"] = share[end]
+
+
 def realism_index(distance: float | None, loss: float | None) -> float | None:
     """(1 − distance / 50) · (1 − loss), in [0, 1]: the Turing distance (points) of the spoken
     turns discounted by the turns lost; 0 when every turn is lost, ``None`` when a part is
@@ -277,17 +334,33 @@ def adherence(records: Sequence[TurnRecord], candidates: dict[str, list[str]],
 def row_metrics(sim: Sequence[TurnRecord] | None, real: Sequence[TurnRecord],
                 featurize: Featurize, is_assistant_like: Callable[[str], bool],
                 cfg: RealismConfig, embed: Embed | None = None,
-                candidates: dict[str, list[str]] | None = None) -> dict:
-    """All metrics of one row (``sim`` None = real vs real), plus its turn count and
-    ``realism_index``."""
+                candidates: dict[str, list[str]] | None = None,
+                positions: Sequence[EvalItem] | None = None) -> dict:
+    """All metrics of one row (``sim`` None = real vs real), plus its turn count, its scored
+    positions and ``realism_index``.
+
+    ``positions``: every evaluation position, for the real row's scored positions (its records
+    hold only the positions where the real user spoke); default: the row's own records.
+
+    Scored positions (``scored_rate``, with ``scored_rate_ci_low`` / ``_ci_high`` by
+    :func:`clustered_share`): the share of the row's positions (``n_positions``, over
+    ``n_conversations``) that produced a spoken turn, the turns every other metric scores.
+    """
     own = real if sim is None else sim
     out = two_sample(sim, real, featurize, cfg)
     out.update(single_sample(own, is_assistant_like, cfg.min_support, real=sim is None))
     out.update(adherence(own, candidates or {}, embed, real=sim is None))
     out["n_turns"] = float(sum(r.spoken for r in own))
     out["n_conversations"] = float(len({r.item.conv_id for r in own}))
-    out["n_positions"] = float(len(own))
-    out["scored_rate"] = out["n_turns"] / max(1, len(own))
+    if sim is None and positions is not None:
+        spoken = {_key(r) for r in real if r.spoken}
+        hits = [(it.conv_id, it.turn_index) in spoken for it in positions]
+        groups = [it.conv_id for it in positions]
+    else:
+        hits, groups = [r.spoken for r in own], [r.item.conv_id for r in own]
+    scored = clustered_share(hits, groups, cfg.n_bootstrap, cfg.seed)
+    out["n_positions"] = scored["n"]
+    with_share(out, "scored_rate", scored)
     if sim is not None:
         everything = all_position_c2st(sim, real, featurize, cfg)
         if everything:
@@ -355,7 +428,10 @@ def evaluate_rows(simulated: dict[str, Sequence[TurnRecord]], real: Sequence[Tur
     candidates = goal_candidates(goals, cfg.goal_distractors, cfg.seed)
     out: dict = {name: row_metrics(recs, real, featurize, is_assistant_like, cfg, embed,
                                    candidates) for name, recs in simulated.items()}
-    out["real"] = row_metrics(None, real, featurize, is_assistant_like, cfg, embed, candidates)
+    # every simulator row holds one record per position: the positions the real row is out of
+    positions = [r.item for r in next(iter(simulated.values()))] if simulated else None
+    out["real"] = row_metrics(None, real, featurize, is_assistant_like, cfg, embed, candidates,
+                              positions)
     out["slices"] = slice_metrics({**simulated, "real": None}, real, featurize,
                                   is_assistant_like, cfg)
     out["behavior_frequencies"] = behavior_table({"real": real, **simulated})

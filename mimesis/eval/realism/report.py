@@ -27,8 +27,13 @@ MAIN_COLUMNS = (
     (("c2st", "accuracy"), "C2ST acc. %"),
     (("c2st", "p_value"), "perm. p"),
     (("turn_loss_rate",), "turn loss ↓"),
-    (("guards", "raw_leak_rate"), "raw leak ↓"),
-    (("guards", "raw_empty_rate"), "raw empty ↓"),
+)
+# Rates printed with their 95% CI over conversations (flat keys <key>, <key>_ci_low/_ci_high).
+RATE_COLUMNS = (
+    ("raw_leak_rate", "raw leak [95% CI] ↓"),
+    ("raw_empty_rate", "raw empty [95% CI] ↓"),
+)
+LATER_COLUMNS = (
     (("realism_index",), "realism index ↑"),
     (("reasoning_rate",), "reasoning rate"),
     (("guards", "resampled_rate"), "resampled"),
@@ -97,11 +102,23 @@ def _sizes(m: dict) -> str:
     return f"{_fmt(m.get('n_turns'))} / {_fmt(m.get('n_conversations'))}"
 
 
+def rate_ci(m: dict, key: str) -> str:
+    """A rate with its CI when there is one: "0.12 [0.05, 0.2]"; "–" when absent."""
+    if _get(m, (key,)) is None:
+        return "–"
+    ci = (f" [{_fmt(m[key + '_ci_low'], 2)}, {_fmt(m[key + '_ci_high'], 2)}]"
+          if key + "_ci_low" in m else "")
+    return f"{_fmt(m[key], 2)}{ci}"
+
+
 def scored(m: dict) -> str:
-    """Scored positions of a row: "0.95 (60/63)" (share of positions that produced a turn)."""
+    """Scored positions of a row: "0.66 [0.55, 0.77] (29/44)" (share of positions that produced
+    a spoken turn, its 95% CI over conversations, turns / positions)."""
     if "n_positions" not in m:
         return "–"
-    return f"{m['scored_rate']:.2f} ({m['n_turns']:.0f}/{m['n_positions']:.0f})"
+    ci = (f" [{m['scored_rate_ci_low']:.2f}, {m['scored_rate_ci_high']:.2f}]"
+          if "scored_rate_ci_low" in m else "")
+    return f"{m['scored_rate']:.2f}{ci} ({m['n_turns']:.0f}/{m['n_positions']:.0f})"
 
 
 def overlaps(a: dict, b: dict) -> bool | None:
@@ -161,15 +178,22 @@ def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
     noise verdicts and per-behaviour slices, as markdown."""
     rows = [r for r in rows if r in metrics]
     lines = ["# Simulator realism (offline estimators, docs/metrics.md)", ""]
-    lines += _table(["row", "turns / convs", "scored positions", "Turing dist. [95% CI] ↓",
-                     "Turing dist., all positions ↓", *(t for _, t in MAIN_COLUMNS)],
+    lines += _table(["row", "turns / convs", "scored positions [95% CI] (turns/positions)",
+                     "Turing dist. [95% CI] ↓", "Turing dist., all positions [95% CI] ↓",
+                     *(t for _, t in MAIN_COLUMNS), *(t for _, t in RATE_COLUMNS),
+                     *(t for _, t in LATER_COLUMNS)],
                     [[title(r), _sizes(metrics[r]), scored(metrics[r]), _distance(metrics[r]),
                       _distance_all(metrics[r]),
-                      *(_fmt(_get(metrics[r], p)) for p, _ in MAIN_COLUMNS)] for r in rows])
+                      *(_fmt(_get(metrics[r], p)) for p, _ in MAIN_COLUMNS),
+                      *(rate_ci(metrics[r], k) for k, _ in RATE_COLUMNS),
+                      *(_fmt(_get(metrics[r], p)) for p, _ in LATER_COLUMNS)] for r in rows])
     lines += ["", ("Realism index = (1 − Turing distance / 50) · (1 − turn loss). Scored "
-              "positions: share of positions that produced a turn the metrics score. Turing "
-              "distance, all positions: lost positions enter the C2ST as empty turns. Raw leak / "
-              "raw empty: each position's first draw, before any guard acted."), "",
+              "positions: share of positions that produced a spoken turn, the only turns the "
+              "Turing distance sees. Turing distance, all positions: every lost position (the "
+              "real user spoke, the simulator ended or wrote nothing) enters the C2ST as an "
+              "empty turn. Raw leak / raw empty: each position's first draw, before any guard "
+              "acted, would have put private text in the utterance / says nothing and does not "
+              "end (docs/metrics.md). CIs: 95% bootstrap over conversations."), "",
               *(verdicts(metrics, rows) or ["- no CI: too few turns for a C2ST."])]
     lines += ["", "## Goal adherence and openings (judge-free)", ""]
     lines += _table(["row", *(t for _, t in GOAL_COLUMNS)],

@@ -20,7 +20,13 @@ from mimesis.eval.realism.generate import (
     real_records,
     simulated_records,
 )
-from mimesis.eval.realism.metrics import RealismConfig, TurnRecord, evaluate_rows
+from mimesis.eval.realism.metrics import (
+    RealismConfig,
+    TurnRecord,
+    clustered_share,
+    evaluate_rows,
+    with_share,
+)
 from mimesis.eval.realism.protocol import NEXT, EvalItem
 from mimesis.eval.realism.report import behavior_plot, length_plot, markdown_table
 from mimesis.io import write_json, write_jsonl
@@ -115,8 +121,10 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
     embed = cached_embed(embedder)
     metrics = evaluate_rows(simulated, real, c2st_featurizer(embedder, embed), is_assistant_like,
                             realism_config(params), embed)
+    groups = [it.conv_id for it in items]
     for name, gens in outputs.items():
         metrics[name]["guards"] = guard_counts(gens)
+        metrics[name].update(raw_rates(gens, groups, params.n_bootstrap, params.seed))
     return metrics, simulated, real
 
 
@@ -127,7 +135,6 @@ def guard_counts(outputs: Sequence[Generated]) -> dict[str, float]:
     out = {"positions": float(len(outputs)),
            "resampled_rate": sum(any(f.startswith("resampled:") for f in g.flags)
                                  for g in outputs) / n}
-    out.update(raw_rates([g.first_raw for g in outputs]))
     for prefix, key in (("resampled:", "resampled"), ("end:", "ended")):
         names = sorted({f[len(prefix):] for g in outputs for f in g.flags if f.startswith(prefix)})
         for name in names:
@@ -135,36 +142,77 @@ def guard_counts(outputs: Sequence[Generated]) -> dict[str, float]:
     return out
 
 
-# Parse flags that mean private text stood outside one closed <think> block at the start.
+# Flags of a draw whose utterance, had the parser or rule 0 not moved the text, would carry
+# private text: a think block left open or opened in a prefill only, reasoning without tags
+# (split off, or the whole turn refused), an aside, text after the end signal, a JSON
+# reasoning field (parser, mimesis.simulator.parsing), a copied scenario directive or a hidden
+# fact read out with meta-talk (the runtime's rule 0, mimesis.simulator.runtime).
 LEAK_FLAGS = frozenset({"think_unclosed", "think_unopened", "unsafe_split", "untagged_reasoning",
                         "untagged_reasoning_unsplit", "aside", "after_end_signal",
-                        "json_reasoning"})
+                        "json_reasoning", "directive_copy", "hidden_fact"})
 
 
-def raw_rates(first_draws: Sequence[str]) -> dict[str, float]:
-    r"""How the simulator writes before the guards act: over each position's first draw,
+def think_blocks(text: str) -> int:
+    """Reasoning blocks opened in ``text``, any tag dialect (``<think>``, ``<thought>``,
+    ``[THINK]`` …, counted after :func:`~mimesis.simulator.private_forms.canonical_tags`).
 
-    - ``raw_leak_rate``: share whose text would have put private text in the utterance had the
-      parser not moved it (:data:`LEAK_FLAGS`, or more than one ``<think>`` block);
-    - ``raw_empty_rate``: share that parse to no utterance and no end signal.
-
-    Positions without a draw (an endpoint that failed) count in neither. Source: ours
-    (docs/metrics.md, "raw rates").
-
-    >>> raw_rates(["<think>a</think>\nhi", "<think>a</think>\n<think>b</think>", "hello"])
-    {'raw_leak_rate': 0.3333333333333333, 'raw_empty_rate': 0.3333333333333333, 'raw_positions': 3.0}
+    >>> think_blocks("<think>a</think> hi <thought>b</thought>"), think_blocks("hi")
+    (2, 0)
     """
+    from mimesis.simulator.private_forms import canonical_tags
+
+    return canonical_tags(text).count("<think>")
+
+
+def raw_leak(g: Generated) -> bool:
+    """Whether a position's first draw would have put private text in the utterance: a flag of
+    :data:`LEAK_FLAGS` among its :attr:`Generated.first_flags`, or more than one reasoning block
+    (:func:`think_blocks`; the view the simulator is trained on holds one)."""
+    return bool(LEAK_FLAGS & set(g.first_flags)) or think_blocks(g.first_raw) > 1
+
+
+def raw_empty(g: Generated) -> bool:
+    """Whether a position's first draw parses to no utterance and no end signal (a turn the
+    runtime must redraw or refuse)."""
     from mimesis.simulator.parsing import parse_turn
 
-    draws = [d for d in first_draws if d]
-    leak = empty = 0
-    for text in draws:
-        parsed = parse_turn(text)
-        leak += bool(LEAK_FLAGS & set(parsed.flags)) or text.count("<think>") > 1
-        empty += not parsed.utterance and not parsed.ended
-    n = max(1, len(draws))
-    return {"raw_leak_rate": leak / n, "raw_empty_rate": empty / n,
-            "raw_positions": float(len(draws))}
+    parsed = parse_turn(g.first_raw)
+    return not parsed.utterance.strip() and not parsed.ended
+
+
+def raw_rates(outputs: Sequence[Generated], groups: Sequence[str], n_bootstrap: int = 1000,
+              seed: int = 0) -> dict[str, float]:
+    r"""How the simulator writes before the guards act, over each position's first draw
+    (:attr:`Generated.first_raw`; positions without one, an endpoint that failed, are left out):
+
+    - ``raw_leak_rate``: share of first draws that would have put private text in the
+      utterance had the parser and the runtime's rule 0 not moved it (:func:`raw_leak`);
+    - ``raw_empty_rate``: share that parse to no utterance and no end signal (:func:`raw_empty`);
+
+    each with ``<key>_ci_low`` / ``<key>_ci_high`` (95% bootstrap over conversations,
+    :func:`~mimesis.eval.realism.metrics.clustered_share`), and ``raw_positions`` /
+    ``raw_conversations`` (the n). No rate when no position has a draw. Source: ours
+    (docs/metrics.md, "Raw leak / raw empty rate").
+
+    Args:
+        outputs: A row's outputs, one per position.
+        groups: The conversation id of each position.
+
+    >>> g = Generated("", "", "", False, (), "<think>a</think>\nhi", ("think_tagged",))
+    >>> out = raw_rates([g, Generated("", "", "", False, (), "<think>a</think>\n<think>b",
+    ...                               ("think_unclosed",))], ["c1", "c2"], n_bootstrap=0)
+    >>> out["raw_leak_rate"], out["raw_empty_rate"], out["raw_positions"]
+    (0.5, 0.5, 2.0)
+    """
+    drawn = [(g, c) for g, c in zip(outputs, groups, strict=True) if g.first_raw]
+    out: dict[str, float] = {"raw_positions": float(len(drawn)),
+                             "raw_conversations": float(len({c for _, c in drawn}))}
+    if drawn:
+        convs = [c for _, c in drawn]
+        for key, test in (("raw_leak_rate", raw_leak), ("raw_empty_rate", raw_empty)):
+            with_share(out, key, clustered_share([test(g) for g, _ in drawn], convs,
+                                                 n_bootstrap, seed))
+    return out
 
 
 def counts(n_conversations: int, items: Sequence[EvalItem], skipped: Mapping[str, str],
@@ -214,17 +262,30 @@ def write_outputs(out_dir: Path, metrics: dict, items: Sequence[EvalItem],
 
 
 def print_summary(metrics: dict, rows: Sequence[str], out_dir: Path, stage: str) -> None:
-    """A few headline numbers per row."""
+    """A few headline numbers per row: the Turing distance with, beside it, the scored positions
+    (share, CI, turns / positions over conversations) and the distance over all positions; then
+    the paired differences (spoken turns and all positions)."""
     print(f"{stage}: {json.dumps(metrics['counts'])}")
     nan = float("nan")
     for row in rows:
         m = metrics[row]
-        c = m.get("c2st", {})
+        c, a = m.get("c2st", {}), m.get("c2st_all", {})
         print(f"  {row:12s} turing_dist={c.get('distance', nan):.1f} "
               f"[{c.get('ci_low', nan):.1f}, {c.get('ci_high', nan):.1f}] "
-              f"all_positions={m.get('c2st_all', {}).get('distance', nan):.1f} "
-              f"scored={m.get('n_turns', 0):.0f}/{m.get('n_positions', 0):.0f} "
+              f"scored={m.get('scored_rate', nan):.2f} "
+              f"[{m.get('scored_rate_ci_low', nan):.2f}, {m.get('scored_rate_ci_high', nan):.2f}]"
+              f" ({m.get('n_turns', 0):.0f}/{m.get('n_positions', 0):.0f} positions, "
+              f"{m.get('n_conversations', 0):.0f} convs) "
+              f"all_positions={a.get('distance', nan):.1f} "
+              f"[{a.get('ci_low', nan):.1f}, {a.get('ci_high', nan):.1f}] (n={a.get('n', 0):.0f}) "
               f"p={c.get('p_value', nan):.3f} turn_loss={m.get('turn_loss_rate', nan):.2f} "
+              f"raw_leak={m.get('raw_leak_rate', nan):.2f} "
+              f"raw_empty={m.get('raw_empty_rate', nan):.2f} "
               f"realism_index={m.get('realism_index', nan):.2f} "
               f"goal_top1={m.get('goal', {}).get('top1', nan):.2f} n={m.get('n_turns', 0):.0f}")
+    for group, what in (("comparisons", "spoken turns"), ("comparisons_all", "all positions")):
+        for pair, d in metrics.get(group, {}).items():
+            print(f"  {pair} ({what}): turing_dist {d['difference']:+.1f} "
+                  f"[{d['ci_low']:+.1f}, {d['ci_high']:+.1f}] over "
+                  f"{d['conversations']:.0f} convs, p(a closer)={d['p_a_better']:.3g}")
     print(f"  -> {out_dir}/metrics.json, table.md, plots/, generations.jsonl")
