@@ -97,7 +97,9 @@ class UserState(BaseModel):
         ended / end_reason / end_reasoning: Whether, why and (when generated) the private
             reasoning of the last generated turn.
         flags: Every flag raised in the episode, first occurrence order, including flags of
-            turns that were resampled (``resampled:<flag>``) or not sent (``restart``).
+            turns that were resampled (``resampled:<reason>``: the guard or rule-0 flags of
+            the redrawn draw, not its parser flags; the draw itself is in ``raw``) or not sent
+            (``restart``).
         raw: Every raw generation, resamples included (for audits of leaks).
         pleasantry_streak: Content-free user turns in a row so far.
     """
@@ -150,6 +152,13 @@ class _Verdict:
     overlap: float = 0.0
     earlier: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)  # the rules that ask for a redraw
+
+    @property
+    def reasons(self) -> list[str]:
+        """The runtime's own flags of this draw (its guards and rule 0), after the parser's:
+        why it was redrawn. The parser's flags say how the text was written (``think_tagged``
+        is every well-formed turn), so counted as reasons they would swamp the real ones."""
+        return self.flags[len(self.parsed.flags):]
 
 
 class UserSimulator:
@@ -213,7 +222,7 @@ class UserSimulator:
             for i, verdict in zip(todo, self._generate([states[i] for i in todo],
                                                        [used[i] for i in todo]), strict=True):
                 if verdict.action == "resample":
-                    earlier[i] = earlier.get(i, []) + [f"resampled:{f}" for f in verdict.flags]
+                    earlier[i] = earlier.get(i, []) + [f"resampled:{f}" for f in verdict.reasons]
                     used[i] += verdict.rules
                     retry.append(i)
                 else:

@@ -311,6 +311,19 @@ def test_an_off_topic_opening_is_drawn_again_once() -> None:
     assert sim.next_message(None, sim.init_state(SCENARIO))[0] == "I like turtles."
 
 
+def test_a_redraw_is_counted_by_its_reason_not_by_how_the_draw_was_written() -> None:
+    # every well-formed trained turn parses with think_tagged: counted as a reason, it read as
+    # "a think tag inside the utterance" on 22-57 % of positions in the realism guard counts
+    model = Scripted(["<think>turtles</think>\nI like turtles.",
+                      "<think>flight</think>\nneed a flight to denver"])
+    sim = UserSimulator(model)
+    message, state = sim.next_message(None, sim.init_state(SCENARIO))
+    assert message == "need a flight to denver"
+    redraws = [f for f in state.turn_flags[0] if f.startswith("resampled:")]
+    assert redraws == ["resampled:off_topic"]
+    assert "think_tagged" in state.turn_flags[0]  # the sent draw's own parse flags stay
+
+
 def test_each_rule_redraws_once_without_spending_another_rules_redraw() -> None:
     # off-topic opening -> redraw; that draw is empty -> its own redraw; then a good turn.
     model = Scripted(["I like turtles.", "<think>hmm", "need a flight to denver"])

@@ -130,7 +130,9 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
 
 def guard_counts(outputs: Sequence[Generated]) -> dict[str, float]:
     """What the run-time guards did over a row's positions: shares resampled (any
-    ``resampled:<flag>``), per flag, and ended by each end reason (``end:<reason>``)."""
+    ``resampled:<reason>``), per reason (``resampled_<reason>``: the guard or rule 0 that asked
+    for the redraw, e.g. ``off_topic``, ``end_confirm``, ``restart``; a position redrawn for
+    two reasons counts in both), and ended by each end reason (``ended_<reason>``)."""
     n = max(len(outputs), 1)
     out = {"positions": float(len(outputs)),
            "resampled_rate": sum(any(f.startswith("resampled:") for f in g.flags)
