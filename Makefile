@@ -25,13 +25,17 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/mimesis run --profile $(PROFILE)
 
+# One pytest-xdist worker per core (TEST_WORKERS=1 for a single process); worksteal evens out
+# the slow tests' uneven lengths.
+TEST_WORKERS ?= 2
+
 test: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Everything but the tests marked slow (those that train or generate with a model): for the edit,
 # test, edit loop. `make test` stays the full suite and the CI command.
 test-fast: install
-	$(VENV)/bin/pytest -q -m "not slow"
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check mimesis tasks flows tests benchmarks scripts

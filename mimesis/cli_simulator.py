@@ -7,6 +7,7 @@ Each imports its heavy modules (server, weights, scoring) inside the command, so
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -101,8 +102,9 @@ def serve(
     batcher = BatchingSimulator(engine, max_turns=max_turns, window_ms=batch_window_ms,
                                 max_batch=max_batch)
     table = load_scenarios(scenarios) if scenarios else None
-    console.print(f"serving {simulator} ({backend}) on http://{host}:{port} — episode API: "
-                  f"http://{host}:{port}/ep/<episode_id>/v1")
+    for line in (f"serving {simulator} ({backend}) on http://{host}:{port}",
+                 f"episode API: http://{host}:{port}/ep/<episode_id>/v1"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # whole lines
     run_server(batcher, config, host=host, port=port, scenarios=table)
 
 
@@ -194,6 +196,11 @@ def evaluate_simulator(
         console.print("[red]--endpoint needs --model: the model id to send (a `mimesis serve` "
                       "answers to any, e.g. mimesis-user-simulator)[/red]")
         raise typer.Exit(2)
+    if endpoint is not None and not os.environ.get(api_key_env):
+        console.print(f"[red]the API key variable {api_key_env} (--api-key-env) is unset or "
+                      f"empty: export {api_key_env}=<the server's key> (any non-empty value "
+                      "for a `mimesis serve` started without --api-key)[/red]", highlight=False)
+        raise typer.Exit(2)
     try:
         settings = _evaluate_params(params, profile)
         if max_conversations is not None:
@@ -207,7 +214,7 @@ def evaluate_simulator(
         score_simulator(spec, conversations, out, settings)
     except ChatAPIError as err:
         console.print(f"[red]cannot reach the simulator: {err}[/red]\nIs the server running "
-                      "at --endpoint, and does --api-key-env name a set variable?",
+                      f"at --endpoint, and does it take the key in {api_key_env}?",
                       highlight=False)
         raise typer.Exit(2) from err
     except (FileNotFoundError, FrozenSimulatorError, ParamsError, ValueError, OSError) as err:

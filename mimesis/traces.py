@@ -1,20 +1,28 @@
-"""Episodes as MLflow traces: one trace per agent turn, one session per episode.
+"""Episodes as MLflow traces: one trace per turn of the conversation, one session per episode.
 
 An episode is a conversation between an agent and a user (the frozen simulator, the prompted
 base model, a replay, agenda or endpoint user). MLflow's GenAI view groups traces that share the
 ``mlflow.trace.session`` metadata into a session and shows it as a chat; ``mlflow.trace.user``
-lets the UI filter by who played the user. So each agent turn becomes one trace:
+lets the UI filter by who played the user. Each turn of the chat is one trace, read by the UI
+from the trace's root span: the last ``user`` message of its inputs is the User's message (and
+the trace's request preview), its output the Assistant's. So a turn is one user message and
+the agent's reply to it (:func:`conversation_turns`):
 
-- inputs ``{"messages": [...]}``: what the agent received since its previous turn (the opening
-  chat on turn 0: system prompt and first observation; then the user's reply or the env's note);
-- outputs: the agent's message;
-- metadata (immutable, indexed): ``mlflow.trace.session`` = the episode id, ``mlflow.trace.user``
-  = the user's name;
-- tags: ``mimesis.stage``, ``mimesis.agent``, ``mimesis.env``, ``mimesis.scenario``,
-  ``mimesis.reward``, ``mimesis.success``, ``mimesis.termination``, ``mimesis.turn``,
-  ``mimesis.turns`` and, for training rollouts, ``mimesis.step``.
+- root span ``conversation_turn`` (AGENT): inputs ``{"messages": [{"role": "user", "content":
+  <what the user said>}]}``; outputs: the agent's reply, its first message after the user's
+  that went to the user, or its last one (an answer, a finish, the turn limit). The agents here
+  speak first, so turn 0 opens the conversation: no user message yet, its inputs are the agent's
+  instructions (the env's prompt) as ``system`` messages, and the UI shows the agent's reply alone;
+- a child span ``agent`` (CHAT_MODEL) per agent message of the turn (searches, tool calls, then
+  the reply): inputs ``{"messages": [...]}``, what the agent received before it as its chat had
+  it (the opening prompt on turn 0, a tool result or env note, the user's words with the
+  engine's turns-left note); outputs: the agent's message;
+- metadata: ``mlflow.trace.session`` = the episode id, ``mlflow.trace.user`` = the user's name;
+- tags: ``mimesis.{stage,agent,env,scenario,reward,success,termination}``, ``mimesis.turn`` (the
+  trace's place in its session), ``mimesis.turns`` (agent messages) and ``mimesis.step``.
 
-Only the agent's own chat (``messages`` of the episode record) and the outcome are read: the
+Only the agent's own chat (``messages`` of the episode record), where each observation came from
+and what the user said (``obs_source`` and ``obs`` of ``turns``) and the outcome are read: the
 simulator's private reasoning (``turns[*].user_reasoning``) and the scenario it was given (goal,
 traits, directives: the hidden facts) never reach a trace. Fields are picked by name, not
 filtered out, so a field added to the record later stays out until it is picked here.
@@ -39,24 +47,52 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
+
+from mimesis.schemas import Messages
 
 SESSION = "mlflow.trace.session"
 USER = "mlflow.trace.user"
 FLUSH_EVERY = 200  # traces queued between flushes: MLflow's async queue holds 1000 tasks
 MAX_CHARS = 4000  # per message: a trace shows the conversation, not a dump of the env's tables
+PREVIEW_CHARS = 1000  # MLflow's own cap on a request/response preview (open-source server)
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
-# The only fields of an episode record a trace is made of: the agent's chat and the outcome.
-READ = ("agent", "user", "messages", "env", "scenario_id", "index", "reward", "termination",
-        "step")
+# The only fields of an episode record a trace is made of: the agent's chat and the outcome...
+READ = ("agent", "user", "messages", "turns", "env", "scenario_id", "index", "reward",
+        "termination", "step")
+# ...and of each of its turns, what came back and from whom (never user_reasoning).
+READ_TURN = ("obs", "obs_source")
+
+
+@dataclass(frozen=True)
+class ConversationTurn:
+    """One turn of the conversation as MLflow shows it.
+
+    Attributes:
+        user: What the user said; ``None`` on the opening turn (the agent speaks first).
+        steps: ``(messages the agent received, its message)`` per agent message of the turn, in
+            order; the last message is the agent's reply.
+    """
+
+    user: str | None
+    steps: list[tuple[Messages, str]]
+
+    @property
+    def reply(self) -> str:
+        return self.steps[-1][1]
 
 
 def pick(row: Any) -> dict[str, Any]:
     """The :data:`READ` fields of an episode record (a JSON row or an
-    :class:`~mimesis.rollout.records.Episode`); nothing else of it goes further."""
+    :class:`~mimesis.rollout.records.Episode`), and only the :data:`READ_TURN` fields of its
+    turns; nothing else of it goes further."""
     if hasattr(row, "model_dump"):
         row = row.model_dump(mode="json", include=set(READ))
-    return {k: row[k] for k in READ if k in row}
+    out = {k: row[k] for k in READ if k in row}
+    if "turns" in out:
+        out["turns"] = [{k: t[k] for k in READ_TURN if k in t} for t in out["turns"]]
+    return out
 
 
 def sample_evenly(items: Sequence[Any], k: int) -> list[Any]:
@@ -78,19 +114,19 @@ def sample_evenly(items: Sequence[Any], k: int) -> list[Any]:
     return [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
 
 
-def turn_exchanges(messages: Sequence[Mapping[str, str]]) -> list[tuple[list[dict], str]]:
-    """The agent's chat cut at its turns: ``(messages received since the previous agent turn,
-    agent message)`` per agent turn; what follows the last agent turn is not a turn.
+def agent_steps(messages: Sequence[Mapping[str, str]]) -> list[tuple[Messages, str]]:
+    """The agent's chat cut at its messages: ``(messages received since its previous message,
+    agent message)`` per agent message; what follows the last agent message is not a step.
 
-    >>> turn_exchanges([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
-    ...                 {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u"},
-    ...                 {"role": "assistant", "content": "a2"}, {"role": "user", "content": "end"}])
+    >>> agent_steps([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+    ...              {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u"},
+    ...              {"role": "assistant", "content": "a2"}, {"role": "user", "content": "end"}])
     ... # doctest: +NORMALIZE_WHITESPACE
     [([{'role': 'system', 'content': 's'}, {'role': 'user', 'content': 'hi'}], 'a1'),
      ([{'role': 'user', 'content': 'u'}], 'a2')]
     """
-    out: list[tuple[list[dict], str]] = []
-    pending: list[dict] = []
+    out: list[tuple[Messages, str]] = []
+    pending: Messages = []
     for m in messages:
         content = str(m.get("content") or "")[:MAX_CHARS]
         if m.get("role") == "assistant":
@@ -99,6 +135,52 @@ def turn_exchanges(messages: Sequence[Mapping[str, str]]) -> list[tuple[list[dic
         else:
             pending.append({"role": str(m.get("role")), "content": content})
     return out
+
+
+def conversation_turns(messages: Sequence[Mapping[str, str]],
+                       turns: Sequence[Mapping[str, Any]] = ()) -> list[ConversationTurn]:
+    """The episode as the turns of a conversation: the opening (the agent's first steps, up to
+    its first message to the user), then one per user message, with the agent's steps up to its
+    next message to the user (or its last one).
+
+    What the user said after agent message ``k`` is ``turns[k]["obs"]`` when
+    ``turns[k]["obs_source"]`` is ``user`` (the words alone; the agent's chat appends the turns-left
+    note to them); a record without ``turns`` falls back on the chat's roles (a ``user``
+    message after the opening). Words after the agent's last message (the runtime's empty
+    reply when it ends the conversation) are not a turn.
+
+    >>> chat = [{"role": "user", "content": "Plan a trip."},
+    ...         {"role": "assistant", "content": "[search] hotel"},
+    ...         {"role": "tool", "content": "H1"},
+    ...         {"role": "assistant", "content": "[action] Budget?"},
+    ...         {"role": "user", "content": "Cheap.\\n\\n(1 message left)"},
+    ...         {"role": "assistant", "content": "[answer] H1"}]
+    >>> turns = [{"obs_source": "tool", "obs": "H1"}, {"obs_source": "user", "obs": "Cheap."},
+    ...          {"obs_source": "env", "obs": "Answer recorded."}]
+    >>> [(t.user, t.reply, len(t.steps)) for t in conversation_turns(chat, turns)]
+    [(None, '[action] Budget?', 2), ('Cheap.', '[answer] H1', 1)]
+    """
+    steps = agent_steps(messages)
+    out: list[ConversationTurn] = []
+    current = ConversationTurn(None, [])
+    for k, step in enumerate(steps):
+        current.steps.append(step)
+        if k + 1 == len(steps):
+            break
+        said = _user_words(steps[k + 1][0], turns[k] if k < len(turns) else {})
+        if said is not None:
+            out.append(current)
+            current = ConversationTurn(said[:MAX_CHARS], [])
+    if current.steps:
+        out.append(current)
+    return out
+
+
+def _user_words(received: Messages, turn: Mapping[str, Any]) -> str | None:
+    """What the user said after an agent message (``None``: the user was not spoken to)."""
+    if "obs_source" in turn:
+        return str(turn.get("obs") or "") if turn["obs_source"] == "user" else None
+    return next((m["content"] for m in received if m["role"] == "user"), None)
 
 
 def session_id(prefix: str, row: Mapping[str, Any], agent: str, user: str) -> str:
@@ -132,13 +214,14 @@ def episode_tags(row: Mapping[str, Any], stage: str, agent: str,
 def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = None,
                        user: str | None = None,
                        thresholds: Mapping[str, float] | None = None) -> int:
-    """Log each episode as one MLflow trace per agent turn, in the current experiment (linked to
-    the active run, if any).
+    """Log each episode as one MLflow trace per turn of its conversation
+    (:func:`conversation_turns`), in the current experiment (linked to the active run, if any).
 
     Args:
         rows: Episode records: :class:`~mimesis.rollout.records.Episode` objects or their JSON rows
             (token lists optional), with ``agent`` / ``user`` keys unless given here; training
-            rows may carry ``step``. Only the :data:`READ` fields are read (:func:`pick`).
+            rows may carry ``step``. Only the :data:`READ` and :data:`READ_TURN` fields are read
+            (:func:`pick`).
         stage: The stage name (tag ``mimesis.stage``; the session ids start with it).
         agent: The agent's name for every row (else each row's ``agent``).
         user: The user's name for every row (else each row's ``user``).
@@ -147,7 +230,7 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
             passed in because this leaf module does not import the environments.
 
     Returns:
-        The number of traces logged (agent turns).
+        The number of traces logged (conversation turns).
     """
     import mlflow
 
@@ -159,18 +242,58 @@ def log_episode_traces(rows: Iterable[Any], stage: str, *, agent: str | None = N
             who, by = agent or str(row.get("agent", "agent")), user or str(row.get("user", "user"))
             session = session_id(prefix, row, who, by)
             tags = episode_tags(row, stage, who, thresholds)
-            for turn, (received, said) in enumerate(turn_exchanges(row.get("messages", []))):
+            for index, turn in enumerate(conversation_turns(row.get("messages", []),
+                                                            row.get("turns", []))):
                 _wait_past(last_ms)
-                with mlflow.start_span(name="agent_turn", span_type="CHAT_MODEL") as span:
+                with mlflow.start_span(name="conversation_turn", span_type="AGENT") as span:
                     last_ms = span.start_time_ns // 1_000_000
-                    span.set_inputs({"messages": received})
-                    span.set_outputs(said)
+                    span.set_inputs({"messages": turn_request(turn)})
+                    for received, said in turn.steps:
+                        with mlflow.start_span(name="agent", span_type="CHAT_MODEL") as step:
+                            step.set_inputs({"messages": received})
+                            step.set_outputs(said)
+                    span.set_outputs(turn.reply)
                     mlflow.update_current_trace(metadata={SESSION: session, USER: by},
-                                                tags={**tags, "mimesis.turn": str(turn)})
+                                                tags={**tags, "mimesis.turn": str(index)},
+                                                request_preview=request_preview(turn))
                 logged += 1
                 if logged % FLUSH_EVERY == 0:
                     mlflow.flush_trace_async_logging()
     return logged
+
+
+def turn_request(turn: ConversationTurn) -> Messages:
+    """The root span's input messages: what the user said; on the opening turn the agent's
+    instructions, as ``system`` messages (the agent's chat carries the env's prompt as its first
+    ``user`` message, which is no word of the user's).
+
+    >>> turn_request(ConversationTurn("Cheap.", [([], "[answer] H1")]))
+    [{'role': 'user', 'content': 'Cheap.'}]
+    >>> turn_request(ConversationTurn(None, [([{"role": "user", "content": "Plan."}], "Hi")]))
+    [{'role': 'system', 'content': 'Plan.'}]
+    """
+    if turn.user is not None:
+        return [{"role": "user", "content": turn.user}]
+    return [{"role": "system", "content": m["content"]} for m in turn.steps[0][0]]
+
+
+def request_preview(turn: ConversationTurn) -> str | None:
+    """The opening's request preview (the trace list's Input column; a session's Input is its
+    first trace's): its instructions marked ``[system]``, so that the list does not show them as
+    if the user had said them. ``None`` on the other turns: MLflow's own preview of their request
+    is the user's words.
+
+    MLflow writes a trace's info and its spans in two background tasks, and when the span write
+    lands last it can put back its own preview (the bare instructions): seen once in 142 traces.
+
+    >>> request_preview(ConversationTurn(None, [([{"role": "user", "content": "Plan."}], "Hi")]))
+    '[system] Plan.'
+    >>> request_preview(ConversationTurn("Cheap.", [([], "[answer] H1")])) is None
+    True
+    """
+    if turn.user is not None:
+        return None
+    return ("[system] " + "\n".join(m["content"] for m in turn_request(turn)))[:PREVIEW_CHARS]
 
 
 @contextmanager

@@ -4,6 +4,8 @@ a loopback OpenAI-compatible server for the endpoint backends (annotator, judge,
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +16,14 @@ import pytest
 from mimesis.runtime_env import configure_environment
 
 configure_environment()  # the offline environment every entry point sets (not import mimesis)
+
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs one pytest-xdist worker per core: a thread each, or two workers' torch
+    # and BLAS pools fight over the same two cores (subprocesses inherit it too); and a Prefect
+    # home each, since two ephemeral Prefect servers on one sqlite file lock each other out.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix=f"prefect-{worker}-")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"

@@ -44,6 +44,7 @@ from mimesis.schemas import Scenario
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig, check_bind
 from mimesis.serve.deadline import within_deadline
+from mimesis.serve.invalid import invalid_request
 from mimesis.serve.schemas import APIError, BodyTooLarge, ChatCompletionRequest, PrivateView
 from mimesis.serve.service import SimulatorService
 
@@ -268,14 +269,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
-        first: dict[str, Any] = (err.errors() or [{}])[0]
-        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-        if first.get("type") == "json_invalid":
+        errors: list[dict[str, Any]] = list(err.errors())
+        if errors and errors[0].get("type") == "json_invalid":
             return _error(APIError(400, "request body is not valid JSON", param="body",
                                    code="invalid_json"))
-        param = ".".join(loc) or None
-        message = f"{first.get('msg', 'invalid request')}" + (f" ({param})" if param else "")
-        return _error(APIError(400, message, param=param, code="invalid_value"))
+        return _error(invalid_request(errors))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:

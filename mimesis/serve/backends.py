@@ -8,17 +8,19 @@
   OpenAI-compatible client wrapper).
 
 Every backend renders prompts with the tokenizer's own chat template (docs/pitfalls.md #10). Views
-reach them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest turns
-dropped, system prompt and last agent turn kept), so the engines' own left cut never removes the
-hidden goal. Backends are called from the batching worker thread only, token counts included
-(see :mod:`mimesis.serve.batching`): a fast tokenizer's padding state is shared by all callers.
+reach them already fitted into ``max_prompt_tokens`` by :mod:`mimesis.serve.fitting` (oldest
+turns dropped, system prompt kept, the last agent turn kept whole unless it alone is over), so
+the engines' own left cut never removes the hidden goal. Backends are called from the batching
+worker thread only, token counts included (see :mod:`mimesis.serve.batching`): a fast
+tokenizer's padding state is shared by all callers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,13 +61,24 @@ class Sampling:
         max_tokens: Most new tokens of the raw generation (reasoning + utterance), ≥ 1.
         temperature: 0 = greedy.
         top_p: Nucleus mass in (0, 1].
-        seed: Sampling seed; applies to the whole batch the request lands in (best effort).
+        seed: Sampling seed of each request: the same seed and view give the same text whether
+            the request is generated alone or in a batch (transformers: seeded sampling runs
+            request by request; vLLM: a generator per request).
     """
 
     max_tokens: int
     temperature: float
     top_p: float
     seed: int | None = None
+
+    def for_draw(self, draw: int) -> Sampling:
+        """The settings of a request's ``draw``-th generation of one turn (0: the first; later
+        ones are a guard's redraws): the seed itself for draw 0, then one derived from it per
+        draw, so a redraw of the same view does not repeat the text it replaces."""
+        if self.seed is None or draw == 0:
+            return self
+        digest = hashlib.sha256(f"{self.seed}:{draw}".encode()).digest()
+        return replace(self, seed=int.from_bytes(digest[:8], "big") >> 1)  # < 2**63
 
 
 class Backend(Protocol):
@@ -141,6 +154,11 @@ class TransformersBackend(_TokenizerCounts):
         max_prompt_tokens: Keep the last this many prompt tokens.
         prefill: Written in front of each turn, in the prompt and in the returned text (the
             frozen folder's :func:`~mimesis.simulator.frozen.turn_prefill`; ``""``: none).
+
+    Seeded sampling (``seed`` set, ``temperature`` > 0) generates one view at a time, each from
+    ``seed``: torch has one random stream per call and left padding changes a row's numbers,
+    so a seeded request's text would otherwise depend on the batch it lands in. Greedy and
+    unseeded requests are batched.
     """
 
     def __init__(self, model: Any, tokenizer: Any, name: str = "transformers",
@@ -160,8 +178,15 @@ class TransformersBackend(_TokenizerCounts):
                                   batch_size=self.batch_size,
                                   max_prompt_tokens=self.max_prompt_tokens)
         generator = ChatGenerator(self.model, self.tokenizer, config, name=self.name)
-        texts = generator.generate(batch, prefills=[self.prefill] * len(batch), desc="serve",
-                                   seed=sampling.seed, stop=stop)
+        if sampling.seed is None or sampling.temperature <= 0:
+            texts = generator.generate(batch, prefills=[self.prefill] * len(batch),
+                                       desc="serve", seed=sampling.seed, stop=stop)
+        else:
+            texts = []
+            for view in batch:
+                check_stop(stop)
+                texts += generator.generate([view], prefills=[self.prefill], desc="serve",
+                                            seed=sampling.seed, stop=stop)
         check_stop(stop)  # stopped mid-way: the texts are cut short, never to be sent
         return [self.prefill + t for t in texts]
 

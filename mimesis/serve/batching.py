@@ -7,7 +7,10 @@ groups the batch by :class:`~mimesis.serve.backends.Sampling` and runs
 per group — one ``backend.generate`` call, plus one for turns a guard resamples — in a single
 worker thread, so the event loop keeps accepting requests meanwhile. Requests that arrive during a
 generation form the next batch. Parsing, guards and episode rules are those of
-:class:`~mimesis.simulator.runtime.UserSimulator`, as everywhere else.
+:class:`~mimesis.simulator.runtime.UserSimulator`, as everywhere else. A request's redraws get
+seeds derived from its own (:meth:`Sampling.for_draw
+<mimesis.serve.backends.Sampling.for_draw>`), so a seeded request's turn is the same alone or
+batched, and a redraw does not repeat the draw it replaces.
 
 Every backend call, the prompt-budget check and token counts included, runs in that worker
 thread. A transformers fast tokenizer keeps its padding setting on the shared Rust object, set
@@ -27,6 +30,7 @@ of its group is abandoned, so the worker is free for the next batch.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -38,7 +42,7 @@ from functools import partial
 
 from mimesis.schemas import Scenario, Turn
 from mimesis.serve.backends import Backend, GenerationCancelled, Sampling
-from mimesis.serve.fitting import PromptTooLongError, fit_view
+from mimesis.serve.fitting import Fit, PromptTooLongError, fit
 from mimesis.simulator.guards import GuardParams
 from mimesis.simulator.prompts import render_system_prompt
 from mimesis.simulator.runtime import NO_REPLY, UserSimulator, UserState, build_view
@@ -61,12 +65,16 @@ class TurnResult:
         message: The user's utterance (``""`` when the episode ended on this call).
         state: The episode state after the call.
         prompt_tokens / completion_tokens: Usage of the generation(s) this call made.
+        dropped_messages / left_out_chars: How the view was fitted into the prompt budget
+            (:class:`~mimesis.serve.fitting.Fit`; 0 and 0 when it fitted whole).
     """
 
     message: str
     state: UserState
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    dropped_messages: int = 0
+    left_out_chars: int = 0
 
 
 @dataclass
@@ -151,14 +159,15 @@ class BatchingSimulator:
             self._executor.shutdown(wait=True)
         self._worker = self._executor = None
 
-    def fit(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
-        """``messages`` fitted into the backend's prompt budget (:func:`fit_view`).
+    def fit(self, messages: list[dict[str, str]]) -> Fit:
+        """``messages`` fitted into the backend's prompt budget
+        (:func:`~mimesis.serve.fitting.fit`).
 
         Raises:
-            mimesis.serve.fitting.PromptTooLongError: system prompt + last turn do not fit.
+            mimesis.serve.fitting.PromptTooLongError: the system prompt alone does not fit.
         """
-        return fit_view(messages, self.backend.prompt_tokens,
-                        getattr(self.backend, "max_prompt_tokens", None))
+        return fit(messages, self.backend.prompt_tokens,
+                   getattr(self.backend, "max_prompt_tokens", None))
 
     def check_fits(self, agent_message: str | None, state: UserState) -> None:
         """Raise :class:`~mimesis.serve.fitting.PromptTooLongError` when the view of the next
@@ -273,8 +282,11 @@ class BatchingSimulator:
         def stop() -> bool:
             return all(batch[i].abandoned.is_set() for i in idx)
 
+        draws = itertools.count()  # each call is every pending request's next draw
+
         def generate(views: list) -> list[str]:
-            return self.backend.generate([self.fit(v) for v in views], sampling, stop=stop)
+            return self.backend.generate([self.fit(v).messages for v in views],
+                                         sampling.for_draw(next(draws)), stop=stop)
 
         replies = self._make_sim(generate).next_messages(
             [(batch[i].agent_message, batch[i].state) for i in idx])
@@ -291,14 +303,22 @@ class BatchingSimulator:
         return failure
 
     def _result(self, item: _Item, message: str, state: UserState) -> TurnResult:
-        """Attach usage: the raw generations this call added, and the view they were given."""
+        """Attach usage (the raw generations this call added, and the view they were given)
+        and how that view was fitted; a shortened agent turn flags the episode (and the new
+        user turn) ``agent_message_shortened``."""
         new_raw = state.raw[len(item.state.raw):]
         if not new_raw:
             return TurnResult(message, state)
-        before = _with_agent_turn(item.agent_message, item.state)
-        prompt = self.backend.prompt_tokens(self.fit(build_view(before))) * len(new_raw)
+        fitted = self.fit(build_view(_with_agent_turn(item.agent_message, item.state)))
+        prompt = self.backend.prompt_tokens(fitted.messages) * len(new_raw)
         completion = sum(self.backend.count_tokens(r) for r in new_raw)
-        return TurnResult(message, state, prompt, completion)
+        if fitted.left_out_chars:
+            if "agent_message_shortened" not in state.flags:
+                state.flags.append("agent_message_shortened")
+            if len(state.turn_flags) > len(item.state.turn_flags):
+                state.turn_flags[-1].append("agent_message_shortened")
+        return TurnResult(message, state, prompt, completion, fitted.dropped_messages,
+                          fitted.left_out_chars)
 
     def _record(self, size: int, seconds: float, outcomes: list) -> None:
         s = self.stats

@@ -9,6 +9,8 @@ earlier turns. That is already the convention of :class:`~mimesis.simulator.runt
   (tool results) are dropped: a real user sees neither; so are assistant messages that only
   carry ``tool_calls``;
 * consecutive messages of one side are joined with a blank line (an agent may answer in parts);
+* a user turn with no text (a logged turn that held only an image or an attachment) is an empty
+  turn of the history, :data:`NO_MESSAGE`: the simulated user said nothing that turn;
 * the agent messages after the last user message are the agent's new turn; none at all (no user
   message either) asks for the opening user turn.
 
@@ -33,9 +35,11 @@ from mimesis.simulator.runtime import NO_REPLY, UserState
 _HIDDEN_ROLES = {"system", "developer", "tool", "function"}
 _FLIP = {"user": "assistant", "assistant": "user"}
 _SCENARIO_BLOCK = re.compile(r"<scenario>(.*?)</scenario>", re.DOTALL)
+NO_MESSAGE = "(no message)"
+"""What the simulator reads for a user turn without text (the user's counterpart of
+:data:`~mimesis.simulator.runtime.NO_REPLY`)."""
 # Simulator-view wording of read_request's errors (its own speak of the agent's side).
 _SIM_ERRORS = {
-    "blank_user_message": "an assistant message (the simulated user's turn) is blank",
     "agent_message_missing": "the conversation ends with an assistant message (the simulated "
     "user's): append the agent's reply as a user message to get the next turn",
 }
@@ -68,15 +72,22 @@ def message_text(message: ChatMessage, index: int) -> str:
     """Text of ``message``: a string, or its ``text`` parts joined.
 
     Raises:
-        APIError: 400 for a non-text content part.
+        APIError: 400 for a non-text content part (``unsupported_content``) or a text part
+            without its text (``invalid_value``), naming the message and the part.
     """
     if message.content is None or isinstance(message.content, str):
         return message.content or ""
     texts = []
     for j, part in enumerate(message.content):
-        if part.type != "text" or part.text is None:
-            raise APIError(400, f"only text content parts are supported, got {part.type!r}",
-                           param=f"messages.{index}.content.{j}", code="unsupported_content")
+        where = f"messages.{index}.content.{j}"
+        if part.type != "text":
+            raise APIError(400, f"{where}: a {part.type!r} part; this server reads text only "
+                           "(send the message's text as a string, or as "
+                           "{\"type\": \"text\", \"text\": ...} parts)", param=where,
+                           code="unsupported_content")
+        if part.text is None:
+            raise APIError(400, f"{where}: a text part without its \"text\" string",
+                           param=where, code="invalid_value")
         texts.append(part.text)
     return "\n".join(texts)
 
@@ -84,9 +95,11 @@ def message_text(message: ChatMessage, index: int) -> str:
 def read_request(messages: list[ChatMessage]) -> AgentView:
     """The :class:`AgentView` of a request's ``messages``.
 
+    A ``user`` turn without text is kept as :data:`NO_MESSAGE` (an empty turn).
+
     Raises:
-        APIError: 400 when a ``user`` message is blank or the conversation ends with a ``user``
-            message (there is no agent turn to answer).
+        APIError: 400 when the conversation ends with a ``user`` message (there is no agent turn
+            to answer).
     """
     turns: list[tuple[str, str]] = []
     for i, message in enumerate(messages):
@@ -96,9 +109,6 @@ def read_request(messages: list[ChatMessage]) -> AgentView:
         if message.role == "assistant" and not text.strip() and (message.model_extra or {}).get(
                 "tool_calls"):
             continue
-        if message.role == "user" and not text.strip():
-            raise APIError(400, "a user message is blank: the simulated user never sends one",
-                           param=f"messages.{i}.content", code="blank_user_message")
         if turns and turns[-1][0] == message.role:
             turns[-1] = (message.role, f"{turns[-1][1]}\n\n{text}".strip())
         else:
@@ -204,6 +214,7 @@ def scenario_equal(a: Scenario, b: Scenario) -> bool:
 
 
 def _norm(role: str, text: str) -> str:
-    """Comparable text: stripped; a blank agent message is what the runtime records."""
+    """Comparable text: stripped; a blank agent message is what the runtime records, a blank
+    user message the empty turn :data:`NO_MESSAGE`."""
     text = text.strip()
-    return text if text or role == "user" else NO_REPLY
+    return text or (NO_MESSAGE if role == "user" else NO_REPLY)

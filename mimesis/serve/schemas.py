@@ -154,6 +154,13 @@ class Usage(BaseModel):
     total_tokens: int
 
 
+class PromptFit(BaseModel):
+    """How the simulator's view of this turn was fitted into the prompt budget."""
+
+    dropped_messages: int = 0  # older messages of the view left out (whole exchanges)
+    left_out_chars: int = 0  # characters left out of the middle of the agent's last message
+
+
 class EpisodeInfo(BaseModel):
     """Public facts of the episode after this turn (never reasoning)."""
 
@@ -162,6 +169,7 @@ class EpisodeInfo(BaseModel):
     ended: bool
     end_reason: str | None
     flags: list[str]
+    prompt: PromptFit = Field(default_factory=PromptFit)
 
 
 class ChatCompletion(BaseModel):

@@ -39,6 +39,7 @@ from mimesis.serve.schemas import (
     EpisodeInfo,
     PrivateTurn,
     PrivateView,
+    PromptFit,
     ResponseMessage,
     Usage,
     View,
@@ -172,8 +173,10 @@ class SimulatorService:
             episode = self.store.create(episode_id, state)
         elif named and scenario is not None and not scenario_equal(scenario,
                                                                    episode.state.scenario):
-            raise APIError(409, f"episode {episode_id!r} runs another scenario",
-                           param="scenario", code="scenario_mismatch")
+            raise APIError(409, f"episode {episode_id!r} runs another scenario; an episode "
+                           "keeps the scenario of its first call: start a new episode id "
+                           "(/ep/<new id>/v1) for this one", param="scenario",
+                           code="scenario_mismatch")
         async with episode.lock:
             key = view.fingerprint()
             if episode.replay_key == key and episode.replay is not None:
@@ -193,7 +196,8 @@ class SimulatorService:
         """The batched simulator's turn; its per-request failures as OpenAI-shaped errors.
 
         Raises:
-            APIError: 400 ``context_length_exceeded`` (the view cannot fit the prompt budget),
+            APIError: 400 ``context_length_exceeded`` (the system prompt alone does not fit the
+                prompt budget; a long agent message is shortened to fit instead),
                 500 ``generation_failed`` (generating this request's turn raised, also alone;
                 the other requests of its batch are answered).
         """
@@ -248,7 +252,9 @@ class SimulatorService:
         choice = Choice(message=ResponseMessage(content=END_CONTENT if ended else result.message),
                         finish_reason=END_FINISH_REASON if ended else STOP_FINISH_REASON)
         info = EpisodeInfo(episode_id=episode_id, turn=state.turns, ended=ended,
-                           end_reason=state.end_reason, flags=list(state.flags))
+                           end_reason=state.end_reason, flags=list(state.flags),
+                           prompt=PromptFit(dropped_messages=result.dropped_messages,
+                                            left_out_chars=result.left_out_chars))
         return ChatCompletion(id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
                               model=self.config.model_name, choices=[choice], usage=usage,
                               mimesis=info).model_dump()

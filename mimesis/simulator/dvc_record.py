@@ -20,8 +20,9 @@ md5>, "relpath": <posix path>}, ...], by relpath), sort_keys=True)``, plus ``.di
 checks it against ``dvc commit`` itself. Entries without ``hash: md5`` (dvc 2, whose text files
 are hashed after CRLF→LF conversion) are checked by ``nfiles`` and ``size`` only.
 
-``dvc.lock`` sits in git, so re-hashing a tampered folder's ``meta.json`` is not enough to pass:
-the lock would have to be edited and committed too.
+``dvc.lock`` is written by dvc outside the folder (each checkout's run writes its own; a fork
+that pins a run commits it), so re-hashing a tampered folder's ``meta.json`` is not enough to
+pass: the lock entry would have to be edited too.
 """
 
 from __future__ import annotations

@@ -16,12 +16,14 @@ and on training-part tasks, and how often it ends the episode instead of answeri
 
 The simulator's realism is the ``evaluate_user`` stage (it needs no agent).
 
-Writes to ``<out>``: ``metrics.json`` (``dvc metrics``; agent results under ``agents``, paired
-differences under ``agents.diff``, rates under ``fact_reveal.<user>.<split>``), ``agents.md``,
+Writes to ``<out>``: ``metrics.json`` (agent results under ``agents``, paired differences under
+``agents.diff``, rates under ``fact_reveal.<user>.<split>``), ``headline.json`` (what ``dvc
+metrics show`` prints: :mod:`mimesis.eval.headline`), ``agents.md``,
 ``agents.json``, ``agent_episodes.jsonl``, ``plots/{agents,agent_diffs}.png``,
 ``fact_reveal.md`` and ``fact_reveal.json``. Everything is also logged to the MLflow run ``evaluate_agents``, and the
-episodes (up to ``mlflow_traces``) as MLflow traces: a session per episode, a trace per agent
-turn, never the simulator's reasoning or its scenario (:mod:`mimesis.traces`).
+episodes (up to ``mlflow_traces``) as MLflow traces: a session per episode, a trace per turn of
+its conversation (what the user said, the agent's reply), never the simulator's reasoning or its
+scenario (:mod:`mimesis.traces`).
 
 Run: ``python -m mimesis.stages.evaluate_agents --freeze-user data/freeze_user --label data/label
 --sft-agent data/sft_agent --train-agent data/train_agent --distill-agent data/distill_agent
@@ -37,12 +39,13 @@ from pathlib import Path
 
 from mimesis.eval.agents.fact_reveal import FactRevealParams
 from mimesis.eval.agents.run import AgentComparisonParams
+from mimesis.eval.headline import agents_headline, write_headline
 from mimesis.io import write_json, write_jsonl
 from mimesis.params import build, stage_params
 from mimesis.runtime_env import configure_environment
 from mimesis.tracking import flatten, stage_run
 
-ARTIFACTS = ("metrics.json", "agents.md", "agents.json", "agent_episodes.jsonl",
+ARTIFACTS = ("metrics.json", "headline.json", "agents.md", "agents.json", "agent_episodes.jsonl",
              "fact_reveal.md", "fact_reveal.json")
 
 
@@ -53,9 +56,9 @@ class EvaluateAgentsParams:
     Attributes:
         agents: The agent evaluation (:class:`~mimesis.eval.agents.run.AgentComparisonParams`).
         fact_reveal: The fact-reveal check (:class:`~mimesis.eval.agents.fact_reveal.FactRevealParams`).
-        mlflow_traces: Evaluation episodes logged as MLflow traces, one per agent turn, a
-            session per episode (:mod:`mimesis.traces`); spread evenly over the agent × user
-            runs when there are more; 0 = none.
+        mlflow_traces: Evaluation episodes logged as MLflow traces, one per turn of the
+            conversation, a session per episode (:mod:`mimesis.traces`); spread evenly over the
+            agent × user runs when there are more; 0 = none.
     """
 
     agents: AgentComparisonParams = field(default_factory=AgentComparisonParams)
@@ -123,6 +126,7 @@ def run(freeze_user_dir: Path, label_dir: Path, out_dir: Path, params: EvaluateA
             (out_dir / "fact_reveal.md").write_text("Fact-reveal check disabled.\n")
             (out_dir / "fact_reveal.json").write_text("{}\n")
         write_json(out_dir / "metrics.json", metrics)
+        write_headline(out_dir, agents_headline(metrics))
         numeric = {k: float(v) for k, v in flatten(metrics).items() if isinstance(v, int | float)}
         mlflow.log_metrics({k.replace(":", "_"): v for k, v in numeric.items()})
         for path in ARTIFACTS:

@@ -20,7 +20,8 @@ evaluate-simulator`` (any simulator: :mod:`mimesis.eval.realism.evaluate_simulat
 Needs only ``freeze_user`` and ``label``: the agents and the fact-reveal check are the
 ``evaluate_agents`` stage, so a change to an agent stage does not re-run this one.
 
-Writes to ``<out>``: ``metrics.json`` (``dvc metrics``), ``table.md``,
+Writes to ``<out>``: ``metrics.json``, ``headline.json`` (what ``dvc metrics show`` prints:
+:mod:`mimesis.eval.headline`), ``table.md``,
 ``plots/{lengths,behaviors}.png`` and ``generations.jsonl`` (every generated turn, reasoning in
 its own field). Everything is also logged to the MLflow run ``evaluate_user``.
 
@@ -37,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mimesis.eval.headline import write_headline
 from mimesis.eval.realism.generate import VIEW_STYLES, simulate_local
 from mimesis.eval.realism.protocol import build_items
 from mimesis.eval.realism.run import RealismParams, counts, print_summary, score, write_outputs
@@ -93,6 +95,7 @@ def write_disabled(out_dir: Path, params: EvaluateUserParams) -> Path:
     is generated or logged to MLflow. Returns ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "metrics.json", {"enabled": False, "params": dataclasses.asdict(params)})
+    write_headline(out_dir, {})
     (out_dir / "table.md").write_text("Realism not scored in this profile "
                                       "(evaluate_user.enabled: false).\n")
     (out_dir / "generations.jsonl").write_text("")

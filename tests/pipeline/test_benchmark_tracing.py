@@ -1,6 +1,6 @@
 """benchmarks/tracing.py on the tiny random Llama: traced and untraced passes play the same
-episodes, the traced ones log a trace per agent turn, and the figures are finite (no timing
-assertions: the tiny model's episodes take milliseconds, so its ratio means nothing)."""
+episodes, the traced ones log a trace per conversation turn, and the figures are finite (no
+timing assertions: the tiny model's episodes take milliseconds, so its ratio means nothing)."""
 
 from __future__ import annotations
 

@@ -67,15 +67,18 @@ def _last_pipeline_ran(project: Path) -> dict[str, int]:
 
 
 def _check_traces(project: Path, episodes: list[dict]) -> None:
-    """Every evaluation episode is an MLflow session (a trace per agent turn, its user as the
-    session's user); training rollouts are sampled; no trace holds reasoning or a scenario."""
+    """Every evaluation episode is an MLflow session (a trace per turn of its conversation, its
+    user as the session's user); training rollouts are sampled; no trace holds reasoning or a
+    scenario."""
     import mlflow
+
+    from mimesis.traces import conversation_turns
 
     mlflow.set_tracking_uri(f"sqlite:///{project / 'mlflow.db'}")
     experiment = mlflow.get_experiment_by_name("mimesis").experiment_id
     traces = mlflow.search_traces(locations=[experiment], return_type="list")
     evaluation = [t for t in traces if t.info.tags.get("mimesis.stage") == "evaluate_agents"]
-    turns = sum(m["role"] == "assistant" for e in episodes for m in e["messages"])
+    turns = sum(len(conversation_turns(e["messages"], e["turns"])) for e in episodes)
     assert len(evaluation) == turns
     assert len({t.info.trace_metadata["mlflow.trace.session"] for t in evaluation}) == len(episodes)
     assert {t.info.trace_metadata["mlflow.trace.user"] for t in evaluation} == {

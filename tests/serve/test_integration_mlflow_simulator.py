@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_serve_frozen import frozen_dir, served  # noqa: F401  (module fixtures)
+from test_serve_frozen import frozen_dir, served, served_with_banner  # noqa: F401  (fixtures)
 
 from mimesis.integrations.mlflow_simulator import (
     MimesisConversationSimulator,

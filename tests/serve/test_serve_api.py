@@ -159,6 +159,28 @@ def test_stateless_endpoint_needs_no_server_state(server) -> None:
     assert r.model_extra["mimesis"]["episode_id"] is None
 
 
+@pytest.mark.parametrize("blank", ["", "  \n", [], [{"type": "text", "text": " "}]])
+def test_a_blank_user_message_in_the_history_is_an_empty_user_turn(server, blank) -> None:
+    base, _ = server
+    # a logged user turn that held only an image: its text is empty
+    history = [{"role": "user", "content": "I need a hotel in Lisbon"},
+               {"role": "assistant", "content": "Which dates?"},
+               {"role": "user", "content": blank},
+               {"role": "assistant", "content": "Thanks for the screenshot. From Friday?"}]
+    r = httpx.post(f"{base}/v1/chat/completions",
+                   json={"messages": history, "scenario": {"goal": "a hotel in Lisbon"}})
+    assert r.status_code == 200, r.text
+    # the simulator's view held two turns of its own before this one: the blank one counts
+    assert r.json()["choices"][0]["message"]["content"] == "turn 2"
+    flipped = [{"role": "system", "content": "a hotel in Lisbon"},
+               {"role": "user", "content": "Hi, how can I help?"},
+               {"role": "assistant", "content": blank},
+               {"role": "user", "content": "I could not open your file. Can you type it?"}]
+    sim = httpx.post(f"{base}/sim/v1/chat/completions", json={"messages": flipped})
+    assert sim.status_code == 200, sim.text
+    assert sim.json()["choices"][0]["message"]["content"] == "turn 1"
+
+
 def test_turn_budget_ends_the_episode() -> None:
     with live_server(ScriptedUser(end_at=99), max_turns=2) as base:
         responses, _ = play(client(base, "short"), "find a recipe", ["a", "b", "c"])

@@ -132,6 +132,35 @@ def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, test_spl
     assert batched == single
 
 
+def test_a_seeded_request_gets_the_same_reply_alone_or_batched_with_others(tiny) -> None:
+    model, tokenizer = tiny
+    backend = TransformersBackend(model, tokenizer, batch_size=8, prefill="")
+
+    def body(agent: str) -> dict:  # an evaluation harness sends one seed with every request
+        return {"messages": [{"role": "user", "content": "hi, I need a hotel"},
+                             {"role": "assistant", "content": agent}],
+                "scenario": {"goal": "book a hotel in Lisbon"}, "seed": 7,
+                "temperature": 1.0, "max_tokens": 16}
+
+    target = body("Sure! Which dates do you have in mind?")
+    others = [body(text) for text in ("Hello, how can I help you today?", "Lisbon is lovely.",
+                                      "I found three hotels near the river for you.")]
+
+    def serve(bodies: list[dict], max_batch: int, window_ms: float) -> tuple[list[str], dict]:
+        sim = BatchingSimulator(backend, max_turns=8, window_ms=window_ms, max_batch=max_batch)
+        with serve_in_thread(create_app(sim, ServeConfig(max_batch=max_batch))) as base:
+            responses = _post_all(base, bodies)
+            stats = httpx.get(f"{base}/stats").json()["batching"]
+        assert [r.status_code for r in responses] == [200] * len(bodies)
+        return [r.json()["choices"][0]["message"]["content"] for r in responses], stats
+
+    (alone,), _ = serve([target], max_batch=1, window_ms=0)
+    batched, stats = serve([others[0], target, *others[1:]], max_batch=4, window_ms=2000)
+    assert stats["largest_batch"] == 4  # the four shared one batch
+    assert batched[1] == alone
+    assert len(set(batched)) > 1  # the views lead to different texts
+
+
 class PoisonedUser:
     """``generate_fn`` that raises on any view whose last message holds ``POISON``."""
 

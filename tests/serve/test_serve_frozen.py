@@ -57,7 +57,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def served(frozen_dir) -> Iterator[str]:
+def served_with_banner(frozen_dir) -> Iterator[tuple[str, list[str]]]:
+    """The base URL of a running ``mimesis serve`` and the lines it printed on starting."""
     port = _free_port()
     cmd = [str(BIN / "mimesis"), "serve", "--simulator", str(frozen_dir), "--port", str(port),
            "--max-turns", "3", "--max-tokens", "24", "--temperature", "1.0",
@@ -66,7 +67,13 @@ def served(frozen_dir) -> Iterator[str]:
                             env={k: v for k, v in os.environ.items() if k != "MIMESIS_API_KEY"})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
+    banner: list[str] = []
     try:
+        while len(banner) < 20 and not any("/ep/<episode_id>/v1" in b for b in banner):
+            line = proc.stdout.readline()  # printed once the weights are loaded
+            if not line:
+                break
+            banner.append(line.rstrip("\n"))
         while True:
             assert proc.poll() is None, proc.stdout.read()
             assert time.monotonic() < deadline, "mimesis serve did not come up"
@@ -75,10 +82,22 @@ def served(frozen_dir) -> Iterator[str]:
                     break
             except httpx.TransportError:
                 time.sleep(0.5)
-        yield base
+        yield base, banner
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(served_with_banner) -> str:
+    return served_with_banner[0]
+
+
+def test_serve_prints_its_addresses_as_whole_lines(served_with_banner, frozen_dir) -> None:
+    base, banner = served_with_banner
+    assert f"serving {frozen_dir} (transformers) on {base}" in banner, banner
+    assert f"episode API: {base}/ep/<episode_id>/v1" in banner, banner
+    assert not any(line.rstrip().endswith(("—", "-")) for line in banner), banner
 
 
 def test_served_frozen_simulator_sends_only_parsed_utterances(served) -> None:

@@ -13,10 +13,12 @@ from test_serve_api import ScriptedUser, live_server
 
 from mimesis.schemas import Scenario
 from mimesis.serve import app as app_mod
-from mimesis.serve.backends import FunctionBackend, Sampling
+from mimesis.serve.app import create_app
+from mimesis.serve.backends import FunctionBackend, Sampling, TransformersBackend
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EpisodeStore, state_bytes
+from mimesis.serve.local import serve_in_thread
 from mimesis.simulator.runtime import UserState
 
 GOAL = "fly to Oslo in May"
@@ -50,7 +52,7 @@ def _conversation(http: httpx.Client, episode: str, agent_turns: Sequence[str]) 
     return messages
 
 
-def test_system_prompt_and_last_agent_turn_are_never_truncated(monkeypatch) -> None:
+def test_old_exchanges_go_first_and_a_long_last_agent_turn_loses_its_middle(monkeypatch) -> None:
     script = RecordingUser()
     monkeypatch.setattr("test_serve_api.FunctionBackend",
                         lambda fn: FunctionBackend(fn, max_prompt_tokens=400))
@@ -63,9 +65,62 @@ def test_system_prompt_and_last_agent_turn_are_never_truncated(monkeypatch) -> N
         assert sum(len(m["content"].split()) for m in view) <= 400
         assert len(view) < 8 and view[1]["role"] == "assistant"  # oldest exchanges dropped
         messages = _conversation(http, "huge", [])
-        r = _post(http, "huge", messages + [{"role": "assistant", "content": "x " * 500}])
-        assert r.status_code == 400
-        assert r.json()["error"]["code"] == "context_length_exceeded"
+        huge = " ".join(f"w{k}" for k in range(500))
+        r = _post(http, "huge", messages + [{"role": "assistant", "content": huge}])
+        assert r.status_code == 200, r.text
+        view = script.views[-1]  # the agent's turn alone was over: its middle left out
+        assert GOAL in view[0]["content"] and len(view) == 2
+        assert sum(len(m["content"].split()) for m in view) <= 400
+        shown = view[-1]["content"]
+        left_out = r.json()["mimesis"]["prompt"]["left_out_chars"]
+        assert shown.startswith("w0 w1 w2") and shown.endswith("w498 w499")
+        assert f"[… {left_out} characters left out …]" in shown and left_out > 0
+        assert "agent_message_shortened" in r.json()["mimesis"]["flags"]
+        private = http.get("/ep/huge/private").json()
+        assert "agent_message_shortened" in private["turns"][-1]["flags"]
+        over = http.post("/v1/chat/completions", json={  # the system prompt alone is over
+            "messages": [], "scenario": {"goal": "fly " * 450}})
+        assert over.status_code == 400
+        assert over.json()["error"]["code"] == "context_length_exceeded"
+        assert "400" in over.json()["error"]["message"]
+
+
+class RecordingTransformers(TransformersBackend):
+    """The transformers backend with its default prompt budget, keeping every chat it is given."""
+
+    def __init__(self, model, tokenizer) -> None:
+        super().__init__(model, tokenizer, prefill="")  # random weights: no private channel
+        self.seen: list = []
+
+    def generate(self, batch, sampling, stop=None):
+        self.seen.extend(batch)
+        return super().generate(batch, sampling, stop)
+
+
+def test_a_6000_character_agent_message_is_answered_under_the_default_settings() -> None:
+    from mimesis.models.base import load_base
+
+    backend = RecordingTransformers(*load_base("tiny-llama"))
+    words = ["the", "room", "rate", "includes", "breakfast", "and", "a", "late", "checkout",
+             "if", "you", "would", "like", "to", "stay", "longer", "in", "the", "city"]
+    long = " ".join(words[k % len(words)] + str(k) for k in range(900))[:6000]
+    assert len(long) == 6000 and backend.count_tokens(long) > backend.max_prompt_tokens
+    sim = BatchingSimulator(backend)
+    with serve_in_thread(create_app(sim, ServeConfig())) as base, httpx.Client(
+            base_url=base, timeout=120) as http:
+        r = http.post("/v1/chat/completions", json={
+            "messages": [{"role": "user", "content": "I need a hotel in Lisbon"},
+                         {"role": "assistant", "content": long}],
+            "scenario": {"goal": "book a hotel in Lisbon for two nights"}, "max_tokens": 4})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["finish_reason"] in ("stop", "end_conversation")
+    left_out = r.json()["mimesis"]["prompt"]["left_out_chars"]
+    assert 0 < left_out < 6000
+    view = backend.seen[-1]
+    assert backend.prompt_tokens(view) <= backend.max_prompt_tokens == 768
+    shown = view[-1]["content"]
+    assert shown.startswith(long[:200]) and shown.endswith(long[-200:])
+    assert f"[… {left_out} characters left out …]" in shown
 
 
 class SeededBackend(FunctionBackend):

@@ -43,8 +43,6 @@ CASES = [
         "goal": "g" * 61}}, 400, "60"),
     ("unsupported_content", "POST", "/v1/chat/completions", {"messages": [{
         "role": "assistant", "content": [{"type": "image_url"}]}], **G}, 400, None),
-    ("blank_user_message", "POST", "/v1/chat/completions", {"messages": [
-        {"role": "user", "content": " "}, *TALK], **G}, 400, None),
     ("agent_message_missing", "POST", "/v1/chat/completions", {"messages": [
         {"role": "user", "content": "hello"}], **G}, 400, None),
     ("conflicting_parameters", "POST", "/v1/chat/completions", {
@@ -63,13 +61,16 @@ CASES = [
     ("episode_too_large", "POST", "/ep/started/v1/chat/completions", {"messages": [
         {"role": "user", "content": "turn 0"}, {"role": "assistant", "content": "z" * 1900}]},
      400, "2048"),
-    ("context_length_exceeded", "POST", "/v1/chat/completions", {"messages": [
-        {"role": "assistant", "content": "w " * 200}], **G}, 400, "100"),
+    ("invalid_body", "POST", "/v1/chat/completions", [{"role": "assistant", "content": "hi"}],
+     400, "JSON object with a 'messages' list"),
     ("not_found", "GET", "/nowhere", None, 404, None),
     ("method_not_allowed", "GET", "/v1/chat/completions", None, 405, None),
 ]
 KEYED = [("invalid_api_key", "POST", "/v1/chat/completions", {"messages": [], **G}, 401, None),
          ("private_disabled", "GET", "/ep/x/private", None, 403, None)]
+# A prompt budget of 10 words: the system prompt alone is over it.
+TIGHT = [("context_length_exceeded", "POST", "/v1/chat/completions", {"messages": [
+    {"role": "assistant", "content": "w " * 200}], **G}, 400, "10")]
 # Not client refusals: 5xx (server side; tests/serve/test_serve_deadline.py, test_serve_batching.py),
 # 499 (logged for a client that left; nobody receives it), 408 (test_serve_deadline.py).
 NOT_WALKED = {"internal_error", "generation_failed", "deadline_exceeded",
@@ -100,12 +101,16 @@ def test_every_refusal_names_its_field_and_limit() -> None:
     with serve(backend, ServeConfig(api_key="k")) as base, httpx.Client(base_url=base) as http:
         for case in KEYED:
             _check(http, case)
+    tight = CountingBackend(ScriptedUser(end_at=99), max_prompt_tokens=10)
+    with serve(tight, CONFIG) as base, httpx.Client(base_url=base) as http:
+        for case in TIGHT:
+            _check(http, case)
 
 
 def test_the_walk_covers_every_refusal_code_in_the_server() -> None:
     source = "\n".join(p.read_text() for p in SERVE_DIR.glob("*.py"))
     codes = set(re.findall(r'code="([a-z_]+)"', source)) | {"not_found", "method_not_allowed"}
-    walked = {case[0] for case in CASES + KEYED}
+    walked = {case[0] for case in CASES + KEYED + TIGHT}
     assert codes - walked - NOT_WALKED == set()
     assert walked <= codes
 
@@ -131,3 +136,55 @@ def test_serve_options_default_to_the_config(option) -> None:
 
     assert inspect.signature(serve_command).parameters[option].default == getattr(
         ServeConfig(), option)
+
+
+HI = {"role": "user", "content": "I need a flight"}
+# (body, status, code, param, words the message must hold)
+WORDED = [
+    ([HI], 400, "invalid_body", "body", ["JSON object with a 'messages' list", "got a list"]),
+    ("fly me to Oslo", 400, "invalid_body", "body", ["JSON object", "got a string"]),
+    ({"messages": "hi"}, 400, "invalid_body", "messages", ["'messages' list", "a string"]),
+    ({"messages": [HI, {"role": "assistant", "content": 42}], **G}, 400, "invalid_value",
+     "messages.1.content", ["messages.1.content must be a string or a list of text parts",
+                            "got a number (42)"]),
+    ({"messages": [{"role": "assistant", "content": {"text": "hi"}}], **G}, 400,
+     "invalid_value", "messages.0.content", ["messages.0.content", "got an object"]),
+    ({"messages": [HI, {"role": "assistant", "content": [7]}], **G}, 400, "invalid_value",
+     "messages.1.content.0", ["messages.1.content.0 must be a content part", "a number (7)"]),
+    ({"messages": [{"role": "assistant", "content": [{"type": "image_url", "image_url": {
+        "url": "https://x/y.png"}}]}], **G}, 400, "unsupported_content", "messages.0.content.0",
+     ["messages.0.content.0", "'image_url'", "text only"]),
+    ({"messages": [{"role": "assistant", "content": [{"type": "text"}]}], **G}, 400,
+     "invalid_value", "messages.0.content.0", ["messages.0.content.0", '"text" string']),
+    ({"messages": [{"role": "robot", "content": "hi"}], **G}, 400, "invalid_value",
+     "messages.0.role", ["messages.0.role must be one of system, developer, user, assistant",
+                         "'robot'"]),
+    ({"messages": [{"content": "hi"}], **G}, 400, "invalid_value", "messages.0.role",
+     ["messages.0.role", "missing"]),
+]
+
+
+def test_malformed_bodies_and_messages_are_refused_in_our_own_words() -> None:
+    with serve(CountingBackend(ScriptedUser()), CONFIG) as base, httpx.Client(
+            base_url=base, timeout=30) as http:
+        for body, status, code, param, words in WORDED:
+            r = http.post("/v1/chat/completions", json=body)
+            assert r.status_code == status, (body, r.text)
+            error = r.json()["error"]
+            assert (error["code"], error["param"]) == (code, param), (body, error)
+            assert all(w in error["message"] for w in words), (body, error["message"])
+            assert "Input should" not in error["message"]  # pydantic's wording stays inside
+        parts = http.post("/v1/chat/completions", json={"messages": [HI, {
+            "role": "assistant", "content": [{"type": "text", "text": "Which day?"}]}], **G})
+        assert parts.status_code == 200, parts.text  # text parts are the OpenAI format
+
+
+def test_another_scenario_in_an_episode_says_to_start_a_new_episode_id() -> None:
+    with serve(CountingBackend(ScriptedUser()), CONFIG) as base, httpx.Client(
+            base_url=base, timeout=30) as http:
+        assert http.post("/ep/trip/v1/chat/completions", json={
+            "messages": [], **G}).status_code == 200
+        r = http.post("/ep/trip/v1/chat/completions", json={
+            "messages": [], "scenario": {"goal": "rent a car in Rome"}})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "scenario_mismatch"
+    assert "start a new episode id" in r.json()["error"]["message"]

@@ -25,7 +25,12 @@ from mimesis.serve.backends import (
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EpisodeStore
-from mimesis.serve.messages import check_continues, read_request, stateless_state
+from mimesis.serve.messages import (
+    NO_MESSAGE,
+    check_continues,
+    read_request,
+    stateless_state,
+)
 from mimesis.serve.schemas import APIError, ChatMessage
 from mimesis.simulator.runtime import NO_REPLY, UserSimulator, UserState
 
@@ -82,7 +87,6 @@ def test_read_request_drops_what_a_user_cannot_see_and_joins_parts() -> None:
 
 @pytest.mark.parametrize(("messages", "code"), [
     ([ChatMessage(role="user", content="hi")], "agent_message_missing"),
-    ([ChatMessage(role="user", content="  ")], "blank_user_message"),
     ([ChatMessage(role="assistant", content=[{"type": "image_url", "image_url": {}}])],
      "unsupported_content"),
 ])
@@ -90,6 +94,19 @@ def test_read_request_rejects(messages, code) -> None:
     with pytest.raises(APIError) as info:
         read_request(messages)
     assert info.value.status == 400 and info.value.body.error.code == code
+
+
+def test_read_request_keeps_a_blank_user_message_as_an_empty_turn() -> None:
+    view = read_request(msgs(("user", "need a table"), ("assistant", "for when?"),
+                             ("user", " "), ("assistant", "I cannot open images: which day?")))
+    assert view.history == [Turn(role="user", text="need a table"),
+                            Turn(role="assistant", text="for when?"),
+                            Turn(role="user", text=NO_MESSAGE)]
+    assert view.agent_message == "I cannot open images: which day?"
+    joined = read_request(msgs(("user", ""), ("user", "table for 2"), ("assistant", "ok")))
+    assert joined.history == [Turn(role="user", text="table for 2")]  # a blank part adds nothing
+    s = stateless_state(state(), view)
+    assert s.turns == 2 and s.user_utterances() == ["need a table", NO_MESSAGE]
 
 
 def test_check_continues_requires_the_episode_history() -> None:
@@ -143,6 +160,29 @@ def test_batcher_groups_by_sampling_and_isolates_failing_groups() -> None:
     assert results[0].state.private == ["r8"] and results[2].state.private == ["r16"]
     assert isinstance(results[3], RuntimeError)
     assert sim.stats.batches == 1 and sim.stats.largest_batch == 4
+
+
+def test_each_redraw_of_a_seeded_request_gets_its_own_seed_and_a_replay_the_same() -> None:
+    seeds: list[int | None] = []
+
+    class Backend(FunctionBackend):
+        def generate(self, batch, sampling, stop=None):
+            seeds.append(sampling.seed)
+            return ["<think>r</think>\nhello there" for _ in batch]  # off topic: drawn again
+
+    sim = BatchingSimulator(Backend(lambda b: []), max_turns=3, window_ms=0)
+
+    async def main():
+        await sim.start()
+        try:
+            for _ in range(2):
+                await sim.next_message(None, sim.init_state(SCENARIO), Sampling(8, 1.0, 1.0, 5))
+        finally:
+            await sim.stop()
+
+    asyncio.run(main())
+    assert len(seeds) == 4 and seeds[0] == 5 and seeds[1] != 5  # the redraw: not a repeat
+    assert seeds[:2] == seeds[2:] and 0 <= seeds[1] < 2**63  # the replay: the same draws
 
 
 def test_serve_config_checks_limits() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mimesis.eval.headline import user_headline, write_headline
 from mimesis.eval.realism.generate import (
     Generated,
     generation_rows,
@@ -247,6 +248,7 @@ def write_outputs(out_dir: Path, metrics: dict, items: Sequence[EvalItem],
                 [row for n, o in outputs.items()
                  for row in generation_rows(n, model_ids[n], items, o, simulated[n])])
     write_json(out_dir / "metrics.json", metrics)
+    write_headline(out_dir, user_headline(metrics))
     (out_dir / "table.md").write_text(markdown_table(metrics, [*simulated, "real"]))
     lengths = {"real": [len(r.utterance) for r in real],
                **{n: [len(r.utterance) for r in recs if r.spoken] for n, recs in simulated.items()}}
