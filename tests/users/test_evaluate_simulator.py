@@ -191,6 +191,7 @@ def test_endpoint_timeout_option_reaches_the_client(monkeypatch, tmp_path) -> No
         seen["timeout_s"] = source.timeout_s
 
     monkeypatch.setattr(module, "evaluate_simulator", fake)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")  # the client refuses an unset key variable
     result = CliRunner().invoke(app, ["evaluate-simulator", "--endpoint", "http://127.0.0.1:9/v1",
                                       "--model", "m", "--timeout-s", "600",
                                       "--out", str(tmp_path / "o")])

@@ -20,6 +20,7 @@ from mimesis.eval.agents.elicitation import elicitation_markdown
 from mimesis.eval.agents.pairs import UNSEEN_MEAN
 from mimesis.eval.agents.reward_trend import trend_markdown
 from mimesis.eval.agents.stats import ALL_ENVS
+from mimesis.eval.agents.tables import ci_text, mde_text
 
 # Section title by evaluate_agents.agents.purpose: only the claim profile's run is the experiment.
 CLAIM_TITLES = {"claim": "The claim: agents under users they never met",
@@ -33,10 +34,7 @@ def _f(value: Any, digits: int = 3, signed: bool = True) -> str:
 
 
 def _ci(d: Mapping[str, Any], metric: str) -> str:
-    lo, hi = d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high")
-    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
-        return "no CI"
-    return f"[{lo:+.3f}, {hi:+.3f}]"
+    return ci_text(d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high"), d, signed=True)
 
 
 def claim_rows(diffs: Sequence[Mapping[str, Any]], training_user: str = "frozen"
@@ -78,7 +76,7 @@ def claim_markdown(diffs: Sequence[Mapping[str, Any]],
         lines.append("| " + " | ".join([
             f"{d['a']} − {d['b']}", user, f"{d['n_scenarios']} ({d['n']})",
             _f(d["success_rate"]), _ci(d, "success_rate"), d["success_rate_verdict"],
-            _f(d.get("success_mde"), 2, signed=False), _f(d["mean_reward"]),
+            mde_text(d, "success_mde"), _f(d["mean_reward"]),
             _ci(d, "mean_reward"), d["mean_reward_verdict"]]) + " |")
     lines += ["", ("Paired by scenario and episode seed; 95% percentile bootstrap over scenarios. "
                    "Verdict: real when the CI excludes 0, else noise. MDE: the smallest Δ "

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mimesis.envs.registry import success_thresholds
+from mimesis.eval.agents.pairs import MIN_SCENARIOS
 from mimesis.eval.agents.stats import ALL_ENVS, TERMINATIONS, overall_rows
 
 
@@ -26,6 +27,44 @@ from mimesis.eval.agents.stats import ALL_ENVS, TERMINATIONS, overall_rows
 def _f(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
+    return f"{value:.{digits}f}"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def ci_text(lo: Any, hi: Any, row: Mapping[str, Any], digits: int = 3, signed: bool = False
+            ) -> str:
+    """A ``[lo, hi]`` cell, or why there is no interval, in words (never ``[–, –]``).
+
+    A paired comparison gets no bootstrap CI when an env of it has fewer than
+    :data:`~mimesis.eval.agents.pairs.MIN_SCENARIOS` scenarios; a per-env row, when it has no
+    episode. ``row`` supplies ``n_scenarios`` (comparisons) or ``n`` (episodes).
+    """
+    if not (_missing(lo) or _missing(hi)):
+        fmt = f"{{:{'+' if signed else ''}.{digits}f}}"
+        return f"[{fmt.format(lo)}, {fmt.format(hi)}]"
+    if "n_scenarios" in row:
+        where = "an env" if row.get("env") == ALL_ENVS else "this env"
+        return f"no CI: fewer than {MIN_SCENARIOS} scenarios in {where}"
+    return "no CI: no episodes" if not row.get("n") else "no CI"
+
+
+def mde_text(row: Mapping[str, Any], key: str = "mde", digits: int = 2) -> str:
+    """A minimum-detectable-effect cell, or why the run gives none, in words (never ``0.00``).
+
+    The MDE is sized from the spread of the paired differences (:mod:`mimesis.eval.power`): all
+    of them equal gives a spread of 0, which does not mean any effect would be detected, only
+    that this run cannot size one; then the worst case over every spread a [0, 1] outcome allows
+    (``mde_worst``) is the bound that holds.
+    """
+    value, worst = row.get(key), row.get("mde_worst")
+    bound = "" if _missing(worst) else f"; at most {worst:.{digits}f} whatever the spread"
+    if _missing(value):
+        return f"n/a: too few scenarios to size it{bound}"
+    if value <= 0:
+        return f"n/a: every paired difference was equal, no spread to size it{bound}"
     return f"{value:.{digits}f}"
 
 
@@ -73,8 +112,8 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
         ends = r.get("terminations", {})
         lines.append("| " + " | ".join([
             r["agent"], r["simulator"], r["env"], str(r["n"]), _f(r["success_rate"]),
-            f"[{_f(r['success_ci_low'])}, {_f(r['success_ci_high'])}]", _f(r["mean_reward"]),
-            f"[{_f(r['reward_ci_low'])}, {_f(r['reward_ci_high'])}]", _f(r["mean_turns"], 2),
+            ci_text(r["success_ci_low"], r["success_ci_high"], r), _f(r["mean_reward"]),
+            ci_text(r["reward_ci_low"], r["reward_ci_high"], r), _f(r["mean_turns"], 2),
             _f(r.get("format_compliance"), 2),
             "/".join(str(ends.get(t, 0)) for t in TERMINATIONS)]) + " |")
     thresholds = ", ".join(f"{e} ≥ {t:g}" for e, t in success_thresholds().items())
@@ -84,7 +123,7 @@ def agent_table_markdown(rows: Sequence[Mapping[str, Any]], training: str | None
 
 
 def _diff_cell(d: Mapping[str, Any], metric: str) -> list[str]:
-    return [_f(d[metric]), f"[{_f(d[f'{metric}_ci_low'])}, {_f(d[f'{metric}_ci_high'])}]",
+    return [_f(d[metric]), ci_text(d[f"{metric}_ci_low"], d[f"{metric}_ci_high"], d),
             d[f"{metric}_verdict"]]
 
 
@@ -145,7 +184,7 @@ def comparison_table_markdown(diffs: Sequence[Mapping[str, Any]]) -> str:
     def table(rows: list[Mapping[str, Any]]) -> list[str]:
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *(
             "| " + " | ".join([f"{d['a']} − {d['b']}", user(d), d["env"], str(d["n"]),
-                               *_diff_cell(d, "mean_reward"), _f(d.get("mde", math.nan), 2),
+                               *_diff_cell(d, "mean_reward"), mde_text(d),
                                *_diff_cell(d, "success_rate")])
             + " |" for d in rows)]
 
