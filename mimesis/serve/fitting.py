@@ -64,11 +64,6 @@ def shorten_middle(text: str, keep: int) -> str:
             f"{text[len(text) - tail:]}")
 
 
-def fit_view(messages: Messages, count_tokens: Counter, budget: int | None) -> Messages:
-    """``messages`` fitted into ``budget`` (:func:`fit`): the fitted view only."""
-    return fit(messages, count_tokens, budget).messages
-
-
 def fit(messages: Messages, count_tokens: Counter, budget: int | None) -> Fit:
     """``messages`` with the oldest exchanges dropped until ``count_tokens`` ≤ ``budget``, and
     the middle of the last agent turn left out when even ``[system, last message]`` is over.

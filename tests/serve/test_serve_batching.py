@@ -44,6 +44,17 @@ def soak() -> Iterator[ModuleType]:
     del sys.modules[spec.name]
 
 
+def _serve(backend, bodies: list[dict], max_batch: int, window_ms: float, max_turns: int = 8
+           ) -> tuple[list[str], dict]:
+    """The replies to ``bodies`` (sent at once) and the batching stats of a server on ``backend``."""
+    sim = BatchingSimulator(backend, max_turns=max_turns, window_ms=window_ms, max_batch=max_batch)
+    with serve_in_thread(create_app(sim, ServeConfig(max_batch=max_batch))) as base:
+        responses = _post_all(base, bodies)
+        stats = httpx.get(f"{base}/stats").json()["batching"]
+    assert [r.status_code for r in responses] == [200] * len(bodies)
+    return [r.json()["choices"][0]["message"]["content"] for r in responses], stats
+
+
 @pytest.fixture(scope="module")
 def test_split(soak, tmp_path_factory) -> Path:
     """``test.jsonl`` of the smoke profile's ``curate`` run (real ShareGPT conversations)."""
@@ -116,17 +127,9 @@ def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, test_spl
                                   prefill="")
     assert len({backend.prompt_tokens(b["messages"]) for b in bodies}) >= 4
 
-    def serve(max_batch: int, window_ms: float) -> tuple[list[str], dict]:
-        sim = BatchingSimulator(backend, max_turns=64, window_ms=window_ms, max_batch=max_batch)
-        with serve_in_thread(create_app(sim, ServeConfig(max_batch=max_batch))) as base:
-            responses = _post_all(base, bodies)
-            stats = httpx.get(f"{base}/stats").json()["batching"]
-        assert [r.status_code for r in responses] == [200] * len(bodies)
-        return [r.json()["choices"][0]["message"]["content"] for r in responses], stats
-
-    batched, stats = serve(max_batch=8, window_ms=2000)
+    batched, stats = _serve(backend, bodies, max_batch=8, window_ms=2000, max_turns=64)
     assert stats["largest_batch"] == 8  # one left-padded generate call for all eight
-    single, stats = serve(max_batch=1, window_ms=0)
+    single, stats = _serve(backend, bodies, max_batch=1, window_ms=0, max_turns=64)
     assert stats["largest_batch"] == 1
     assert len(set(single)) > 1  # the prompts lead to different texts
     assert batched == single
@@ -146,16 +149,9 @@ def test_a_seeded_request_gets_the_same_reply_alone_or_batched_with_others(tiny)
     others = [body(text) for text in ("Hello, how can I help you today?", "Lisbon is lovely.",
                                       "I found three hotels near the river for you.")]
 
-    def serve(bodies: list[dict], max_batch: int, window_ms: float) -> tuple[list[str], dict]:
-        sim = BatchingSimulator(backend, max_turns=8, window_ms=window_ms, max_batch=max_batch)
-        with serve_in_thread(create_app(sim, ServeConfig(max_batch=max_batch))) as base:
-            responses = _post_all(base, bodies)
-            stats = httpx.get(f"{base}/stats").json()["batching"]
-        assert [r.status_code for r in responses] == [200] * len(bodies)
-        return [r.json()["choices"][0]["message"]["content"] for r in responses], stats
-
-    (alone,), _ = serve([target], max_batch=1, window_ms=0)
-    batched, stats = serve([others[0], target, *others[1:]], max_batch=4, window_ms=2000)
+    (alone,), _ = _serve(backend, [target], max_batch=1, window_ms=0)
+    batched, stats = _serve(backend, [others[0], target, *others[1:]], max_batch=4,
+                            window_ms=2000)
     assert stats["largest_batch"] == 4  # the four shared one batch
     assert batched[1] == alone
     assert len(set(batched)) > 1  # the views lead to different texts

@@ -10,11 +10,12 @@ import httpx
 import pytest
 import torch
 from test_serve_api import ScriptedUser, live_server
+from test_serve_views import RecordingBackend
 
 from mimesis.schemas import Scenario
 from mimesis.serve import app as app_mod
 from mimesis.serve.app import create_app
-from mimesis.serve.backends import FunctionBackend, Sampling, TransformersBackend
+from mimesis.serve.backends import FunctionBackend, Sampling
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig
 from mimesis.serve.episodes import EpisodeStore, state_bytes
@@ -85,22 +86,10 @@ def test_old_exchanges_go_first_and_a_long_last_agent_turn_loses_its_middle(monk
         assert "400" in over.json()["error"]["message"]
 
 
-class RecordingTransformers(TransformersBackend):
-    """The transformers backend with its default prompt budget, keeping every chat it is given."""
-
-    def __init__(self, model, tokenizer) -> None:
-        super().__init__(model, tokenizer, prefill="")  # random weights: no private channel
-        self.seen: list = []
-
-    def generate(self, batch, sampling, stop=None):
-        self.seen.extend(batch)
-        return super().generate(batch, sampling, stop)
-
-
 def test_a_6000_character_agent_message_is_answered_under_the_default_settings() -> None:
     from mimesis.models.base import load_base
 
-    backend = RecordingTransformers(*load_base("tiny-llama"))
+    backend = RecordingBackend(*load_base("tiny-llama"))
     words = ["the", "room", "rate", "includes", "breakfast", "and", "a", "late", "checkout",
              "if", "you", "would", "like", "to", "stay", "longer", "in", "the", "city"]
     long = " ".join(words[k % len(words)] + str(k) for k in range(900))[:6000]

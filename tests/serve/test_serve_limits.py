@@ -20,7 +20,7 @@ from mimesis.serve.app import create_app
 from mimesis.serve.backends import FunctionBackend
 from mimesis.serve.batching import BatchingSimulator
 from mimesis.serve.config import ServeConfig
-from mimesis.serve.fitting import fit_view
+from mimesis.serve.fitting import fit
 from mimesis.serve.limits import check_request
 from mimesis.serve.local import serve_in_thread
 from mimesis.serve.schemas import APIError, ChatCompletionRequest
@@ -107,7 +107,7 @@ def test_fitting_renders_log_many_suffixes() -> None:
     for k in range(5000):
         view += [{"role": "assistant", "content": f"user turn {k}"},
                  {"role": "user", "content": f"agent turn {k}"}]
-    fitted = fit_view(view, count, budget=100)
+    fitted = fit(view, count, budget=100).messages
     assert count(fitted) <= 100 and fitted[0] == view[0] and fitted[-1] == view[-1]
     assert fitted[1]["role"] == "assistant"
     longer = [view[0], *view[-len(fitted):]]  # one more exchange does not fit
@@ -115,7 +115,7 @@ def test_fitting_renders_log_many_suffixes() -> None:
     # The dropped part is never rendered: the work is bounded by what is kept, not the history.
     assert len(rendered) < 40 and sum(rendered[:-2]) < 8 * len(fitted) * np.log2(len(fitted))
     rendered.clear()
-    assert fit_view(view[:9], count, budget=100) == view[:9] and len(rendered) <= 4
+    assert fit(view[:9], count, budget=100).messages == view[:9] and len(rendered) <= 4
 
 
 @pytest.mark.parametrize(("body", "param", "code", "limit"), [
