@@ -11,7 +11,7 @@ at once (``httpx.AsyncClient``) and times each.
 
     python benchmarks/serve_soak.py                                   # tiny random Llama
     python benchmarks/serve_soak.py --simulator data/freeze_user/simulator \\
-        --conversations data/curate/test.jsonl --max-prompt-tokens 768
+        --conversations data/curate/test.jsonl
 
 Prints one Markdown row (requests, answered 200, errors, p50/p99/max latency, wall time, mean
 batch) and, with ``--out``, writes the figures as JSON.
@@ -204,9 +204,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--window-ms", type=float, default=10.0)
-    # The tiny tokenizer needs ~1.4x SmolLM2's tokens, and a real agent turn alone can take
-    # 2k of them: a smaller budget answers such positions 400 (context_length_exceeded).
-    parser.add_argument("--max-prompt-tokens", type=int, default=3072)
+    # The server's default: a longer history is fitted (oldest turns left out, a long agent
+    # message shortened in the middle), so every real position is answered under it.
+    parser.add_argument("--max-prompt-tokens", type=int, default=768)
     # A soak asks whether every request is answered, not how fast: on a loaded 2-core runner
     # the last of 200 requests can queue past the server's 300 s default.
     parser.add_argument("--deadline-s", type=float, default=300.0,
