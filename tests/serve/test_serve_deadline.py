@@ -96,7 +96,7 @@ def test_a_client_that_disconnects_cancels_its_generation() -> None:
         assert fast.status_code == 200 and backend.finished_slow == 0
 
 
-def _read_response(sock: socket.socket) -> str:
+def read_response(sock: socket.socket) -> str:
     """One whole HTTP response: the head and body may arrive in separate TCP segments."""
     data = b""
     while True:
@@ -119,7 +119,7 @@ def test_a_body_that_never_arrives_gets_408_at_the_deadline() -> None:
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                      b"application/json\r\nContent-Length: 100\r\n\r\n{\"messages\"")
         started = time.monotonic()
-        reply = _read_response(sock)
+        reply = read_response(sock)
         sock.close()
     assert reply.startswith("HTTP/1.1 408") and time.monotonic() - started < 2.5
     error = json.loads(reply.split("\r\n\r\n", 1)[1])["error"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from test_serve_api import ScriptedUser
+from test_serve_deadline import read_response
 from test_serve_limits import CountingBackend, history, serve
 
 from mimesis.serve.config import ServeConfig
@@ -121,7 +122,7 @@ def test_a_slow_body_gets_a_named_408() -> None:
         with socket.create_connection((host, int(port)), timeout=5) as sock:
             sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                          b"Content-Length: 50\r\n\r\n{")
-            reply = sock.recv(4096).decode()
+            reply = read_response(sock)
     assert " 408 " in reply.split("\r\n")[0] and '"param":"body"' in reply
     assert "0.3 s" in reply
 

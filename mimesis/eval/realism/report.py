@@ -26,7 +26,7 @@ PLOT_TITLES = {**ROW_TITLES, "real": "real users"}
 MAIN_COLUMNS = (
     (("c2st", "accuracy"), "C2ST acc. %"),
     (("c2st", "p_value"), "perm. p"),
-    (("turn_loss_rate",), "turn loss ↓"),
+    (("turn_loss_rate",), "lost turns ↓"),
 )
 # Rates printed with their 95% CI over conversations (flat keys <key>, <key>_ci_low/_ci_high).
 RATE_COLUMNS = (
@@ -187,7 +187,9 @@ def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
                       *(_fmt(_get(metrics[r], p)) for p, _ in MAIN_COLUMNS),
                       *(rate_ci(metrics[r], k) for k, _ in RATE_COLUMNS),
                       *(_fmt(_get(metrics[r], p)) for p, _ in LATER_COLUMNS)] for r in rows])
-    lines += ["", ("Realism index = (1 − Turing distance / 50) · (1 − turn loss). Scored "
+    lines += ["", ("Realism index = (1 − Turing distance / 50) · (1 − lost turns). Lost turns: "
+              "share of the positions where the real user spoke at which the row ended or "
+              "wrote nothing (a rate, not a training loss). Scored "
               "positions: share of positions that produced a spoken turn, the only turns the "
               "Turing distance sees. Turing distance, all positions: every lost position (the "
               "real user spoke, the simulator ended or wrote nothing) enters the C2ST as an "
