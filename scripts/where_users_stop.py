@@ -8,8 +8,8 @@ length and question mark, the opening's length, a thanks-like last user turn) is
 train split and scored on the test split: ROC AUC, and the F1 of "end" at a few thresholds
 beside always-end. It bounds what a termination rule on such features can reach in the realism
 table's termination F1 (docs/metrics.md). It also prints how often the run-time guard's
-off-topic rule (an opening with no content word of the goal, ``mimesis.simulator.guards``) flags
-the *real* openings of the labelled splits against their own goals: the guard's false-alarm rate.
+off-topic, restart and junk rules (``mimesis.simulator.guards``) flag *real* user turns of the
+labelled splits (openings against their own goals): each guard's false-alarm rate.
 
 Run after ``dvc repro label``: ``python scripts/where_users_stop.py`` (reads ``data/curate`` and
 ``data/label``; a few seconds).
@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score, roc_auc_score
 
-from mimesis.simulator.guards import content_words, goal_overlap
+from mimesis.simulator.guards import content_words, goal_overlap, is_junk, repeats_earlier
 
 _CLOSING = re.compile(r"anything else|let me know|hope (?:this|that) helps", re.IGNORECASE)
 _THANKS = re.compile(r"\s*(?:thanks|thank you|ok|great)\b", re.IGNORECASE)
@@ -71,8 +71,13 @@ def main(argv: list[str] | None = None) -> None:
         scored = [c for c in convs if content_words(c["scenario"]["goal"])]
         off = sum(goal_overlap(c["scenario"]["goal"], c["turns"][0]["text"]) == 0.0
                   for c in scored)
-        print(f"real openings flagged off-topic against their own goal, {split}: "
-              f"{off}/{len(scored)}")
+        users = [[t["text"] for t in c["turns"] if t["role"] == "user"] for c in convs]
+        turns = sum(len(u) for u in users)
+        restarts = sum(repeats_earlier(u[k], u[:k]) for u in users for k in range(1, len(u)))
+        junk = sum(is_junk(t) for u in users for t in u)
+        print(f"{split}: real openings flagged off-topic against their own goal {off}/"
+              f"{len(scored)}; real user turns flagged restart {restarts}/{turns}, "
+              f"junk {junk}/{turns}")
 
 
 if __name__ == "__main__":
