@@ -209,6 +209,52 @@ def test_pure_reward_function() -> None:
     assert tau_reward(RETAIL, env.messages[:-1], stopped=True) == 0.0  # "10" never said
 
 
+def _tau2_environment_reward(task: TauTask, messages: list) -> dict[str, float]:
+    """tau2's own DB / ENV_ASSERTION components (its evaluator, no cache, two fresh loads)."""
+    from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+
+    info = EnvironmentEvaluator.calculate_reward(
+        environment_constructor=tau_adapter._ENV_CONSTRUCTORS[task.domain], task=task.task,
+        full_trajectory=list(messages))
+    return {k.value: float(v) for k, v in (info.reward_breakdown or {}).items()}
+
+
+def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
+    # Paths: no tool call (cached initial state), reads only, gold writes, a wrong write, an
+    # erroring call; each scored from the episode's own database and by replay, against tau2.
+    calls = gold_calls(RETAIL)
+    read = '[search] get_order_details {"order_id": "#W2378156"}'
+    wrong = calls[-1].replace('"item_ids": [', '"item_ids": ["0", ')
+    episodes = {
+        RETAIL: [[], [read], calls, [*calls[:-1], wrong], ["[search] open_the_vault {}"]],
+        AIRLINE: [[], gold_calls(AIRLINE)],
+    }
+    seen = set()
+    for task, runs in episodes.items():
+        for run in runs:
+            env = TauGym(tasks=[task])
+            play(env, [*run, "[finish]"])
+            ours = env.reward_breakdown
+            assert ours == _tau2_environment_reward(task, env.messages) | {
+                k: v for k, v in ours.items() if k not in ("DB", "ENV_ASSERTION")}, (task.id, run)
+            replayed = tau_adapter.tau_reward_breakdown(task, env.messages)
+            assert replayed == ours, (task.id, run)
+            seen.add(ours.get("DB"))
+    assert seen == {0.0, 1.0}  # both verdicts occur, so the comparison can tell them apart
+
+
+def test_an_episode_without_tool_calls_loads_no_database(monkeypatch) -> None:
+    env = TauGym(tasks=[RETAIL])
+    play(env, ["[finish]"])  # warms the per-task cache of the initial and gold hashes
+    loads = []
+    real = tau_adapter._ENV_CONSTRUCTORS["retail"]
+    monkeypatch.setitem(tau_adapter._ENV_CONSTRUCTORS, "retail",
+                        lambda *a, **k: loads.append(1) or real(*a, **k))
+    assert play(env, ["[action] hi", "[finish]"])[0] == 0.0 and loads == []
+    play(env, ['[search] get_order_details {"order_id": "#W2378156"}', "[finish]"])
+    assert loads == [1]  # one load, at the first tool call; the reward reads that database
+
+
 def test_userrl_loader(shared_dir: Path) -> None:
     folder = shared_dir / "data" / "userrl_gyms"
     train, rejects = load_userrl_tasks(folder, split="train")

@@ -54,7 +54,6 @@ from tau2.environment.environment import Environment
 from tau2.environment.tool import Tool
 from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
-from tau2.evaluator.evaluator_env import EnvironmentEvaluator
 
 Domain = Literal["airline", "retail"]
 DOMAINS: tuple[Domain, ...] = ("airline", "retail")
@@ -229,16 +228,25 @@ def parse_tool_call(text: str) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
+def initial_history(task: TauTask) -> list[Message]:
+    """The task's initial message history (empty for the shipped airline and retail tasks); an
+    episode appends its own messages to it."""
+    init = task.task.initial_state
+    return list(init.message_history or []) if init is not None else []
+
+
 def start_environment(task: TauTask) -> tuple[Environment, list[Message]]:
     """A tau2 environment in the task's initial state, and the trajectory so far.
 
+    Costs one database load (~0.1 s retail, ~0.3 s airline): :class:`TauGym` calls it only when
+    an episode's first tool call needs the database.
+
     Returns:
-        ``(environment, messages)``: ``messages`` is the task's initial message history (empty
-        for the shipped airline and retail tasks); the episode appends to it.
+        ``(environment, messages)``: ``messages`` is :func:`initial_history`.
     """
     env = make_environment(task.domain)
     init = task.task.initial_state
-    history: list[Message] = list(init.message_history or []) if init is not None else []
+    history = initial_history(task)
     if init is not None:
         env.set_state(
             initialization_data=init.initialization_data,
@@ -271,13 +279,15 @@ def user_text(content: str) -> UserMessage:
 
 
 # ----------------------------------------------------------------- reward
-def tau_reward_breakdown(task: TauTask, messages: Sequence[Message]) -> dict[str, float]:
+def tau_reward_breakdown(task: TauTask, messages: Sequence[Message],
+                         environment: Environment | None = None) -> dict[str, float]:
     """tau2's reward components for a trajectory that ended by agent or user stop.
 
     Mirrors the ``ALL`` branch of ``tau2.evaluator.evaluator.evaluate_simulation`` (not
     importable without litellm) using tau2's own evaluators: ``DB`` — the database hash after
     replaying the trajectory equals the hash after replaying the gold actions
-    (``EnvironmentEvaluator``, which also covers ``ENV_ASSERTION``); ``COMMUNICATE`` — every
+    (``EnvironmentEvaluator``'s rule, which also covers ``ENV_ASSERTION``, with its database
+    loads cached: :func:`_environment_reward`); ``COMMUNICATE`` — every
     ``communicate_info`` string occurs in some agent text message (``CommunicateEvaluator``);
     ``ACTION`` — every gold tool call was made (``ActionEvaluator``).
 
@@ -285,6 +295,9 @@ def tau_reward_breakdown(task: TauTask, messages: Sequence[Message]) -> dict[str
         task: The task.
         messages: The full tau2 trajectory (initial history, tool calls and responses, agent and
             user text).
+        environment: The environment the trajectory's tool calls ran in, when the caller has
+            it (the episode's own): its database is the one tau2 would rebuild by replaying
+            them, so the replay is skipped. ``None``: replayed on a fresh database, as tau2 does.
 
     Returns:
         Reward type name → 0.0 or 1.0, for the types in the task's ``reward_basis``.
@@ -301,12 +314,7 @@ def tau_reward_breakdown(task: TauTask, messages: Sequence[Message]) -> dict[str
     trajectory = list(messages)
     parts: dict[str, float] = {}
     if basis & {RewardType.DB, RewardType.ENV_ASSERTION}:
-        info = EnvironmentEvaluator.calculate_reward(
-            environment_constructor=_ENV_CONSTRUCTORS[task.domain],
-            task=task.task,
-            full_trajectory=trajectory,
-        )
-        parts.update({k.value: float(v) for k, v in (info.reward_breakdown or {}).items()})
+        parts.update(_environment_reward(task, trajectory, environment))
     if RewardType.ACTION in basis:
         info = ActionEvaluator.calculate_reward(task=task.task, full_trajectory=trajectory)
         parts[RewardType.ACTION.value] = float(info.reward)
@@ -331,3 +339,62 @@ def tau_reward(task: TauTask, messages: Sequence[Message], stopped: bool) -> flo
     if not stopped:
         return 0.0
     return math.prod(tau_reward_breakdown(task, messages).values())
+
+
+def _db_hashes(env: Environment) -> tuple[str | None, str | None]:
+    return env.get_db_hash(), env.get_user_db_hash()
+
+
+@cache
+def _gold_hashes(task: TauTask) -> tuple[str | None, str | None]:
+    """Database hashes after the task's gold actions (tau2's gold environment); one replay per
+    task, since they depend on the task alone."""
+    env, _ = start_environment(task)
+    for action in task.task.evaluation_criteria.actions or []:
+        try:
+            env.make_tool_call(tool_name=action.name, requestor=action.requestor,
+                               **action.arguments)
+        except Exception:  # noqa: BLE001, S110 (tau2 logs and goes on: a failing gold action changes nothing)
+            pass
+    return _db_hashes(env)
+
+
+@cache
+def _initial_hashes(task: TauTask) -> tuple[str | None, str | None]:
+    """Database hashes of the task's initial state: a trajectory without tool calls ends there."""
+    return _db_hashes(start_environment(task)[0])
+
+
+def _environment_reward(task: TauTask, trajectory: list[Message],
+                        environment: Environment | None) -> dict[str, float]:
+    """tau2's ``EnvironmentEvaluator.calculate_reward`` (tau2 26.3), its DB and ENV_ASSERTION
+    components, with the two database loads it makes per call cut where the result is known:
+    the gold hashes are cached per task; the predicted database is ``environment`` when given,
+    the initial state's (cached) when the trajectory holds no tool call beyond the task's own
+    history, else tau2's replay of the trajectory on a fresh database.
+    tests/envs/test_envs_tau.py checks every path against tau2's evaluator."""
+    criteria = task.task.evaluation_criteria
+    if criteria.actions is None and criteria.env_assertions is None:
+        return {}  # tau2 returns no breakdown then (reward 1.0 without components)
+    called = sum(1 for m in trajectory if isinstance(m, AssistantMessage | UserMessage)
+                 and m.is_tool_call())
+    own = sum(1 for m in initial_history(task) if isinstance(m, AssistantMessage | UserMessage)
+              and m.is_tool_call())
+    if environment is None and (called > own or criteria.env_assertions):
+        environment = make_environment(task.domain)
+        init = task.task.initial_state
+        environment.set_state(
+            initialization_data=init.initialization_data if init is not None else None,
+            initialization_actions=init.initialization_actions if init is not None else None,
+            message_history=trajectory)
+    predicted = _db_hashes(environment) if environment is not None else _initial_hashes(task)
+    db = float(predicted == _gold_hashes(task))
+    assertion = 1.0
+    for check in criteria.env_assertions or []:
+        assertion *= float(environment.run_env_assertion(check, raise_assertion_error=False))
+    parts: dict[str, float] = {}
+    if RewardType.DB in criteria.reward_basis:
+        parts[RewardType.DB.value] = db
+    if RewardType.ENV_ASSERTION in criteria.reward_basis:
+        parts[RewardType.ENV_ASSERTION.value] = assertion
+    return parts

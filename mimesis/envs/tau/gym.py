@@ -39,6 +39,7 @@ from mimesis.envs.tau.adapter import (
     call_tool,
     clip,
     domain_policy,
+    initial_history,
     parse_tool_call,
     render_tools,
     start_environment,
@@ -51,6 +52,8 @@ from mimesis.envs.tau.tasks import is_trivial, load_userrl_tasks, tau2_tasks
 if TYPE_CHECKING:
     import random
     from collections.abc import Iterator
+
+    from tau2.environment.environment import Environment
 
     from mimesis.envs.facts import Exchange, Fact
 
@@ -120,6 +123,7 @@ class TauGym(UserEnv[TauTask]):
         self.tool_result_chars = tool_result_chars
         super().__init__(tasks, max_turns)
         self.messages: list[Message] = []
+        self._environment: Environment | None = None
         self.reward_breakdown: dict[str, float] = {}
         self._stopped = False  # agent stop ([answer]/[finish]) or user stop: scored
         self._finishing = False  # the step being applied is a [finish]
@@ -129,9 +133,19 @@ class TauGym(UserEnv[TauTask]):
         return list(_shipped_tasks())
 
     def start_episode(self) -> None:
-        self.environment, self.messages = start_environment(self.task)
+        # The database loads at the first tool call: most episodes of a weak agent make none,
+        # and a load costs ~0.3 s (airline).
+        self._environment, self.messages = None, initial_history(self.task)
         self.reward_breakdown = {}
         self._stopped = self._finishing = False
+
+    @property
+    def environment(self) -> Environment:
+        """The episode's tau2 environment (its database in the task's initial state plus the
+        tool calls made so far); loaded on first use."""
+        if self._environment is None:
+            self._environment = start_environment(self.task)[0]
+        return self._environment
 
     # ----------------------------------------------------------------- prompts
     def probe_fact(self, position: int) -> Fact:
@@ -240,5 +254,5 @@ class TauGym(UserEnv[TauTask]):
         if not (self._stopped or self._finishing):
             self.reward_breakdown = {}
             return 0.0
-        self.reward_breakdown = tau_reward_breakdown(self.task, self.messages)
+        self.reward_breakdown = tau_reward_breakdown(self.task, self.messages, self._environment)
         return math.prod(self.reward_breakdown.values())
