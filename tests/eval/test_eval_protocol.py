@@ -142,7 +142,9 @@ def _rows(n_convs: int = 24):
 @pytest.mark.slow
 def test_realism_rows_separate_an_echo_from_an_assistant():
     items, real, sims = _rows()
-    cfg = RealismConfig(min_support=3, c2st_min_support=8, c2st_folds=4)
+    # the checks read distances and rates, not p-values: a short null and few resamples suffice
+    cfg = RealismConfig(min_support=3, c2st_min_support=8, c2st_folds=4, c2st_permutations=20,
+                        c2st_real_splits=3, n_bootstrap=200)
     m = evaluate_rows(sims, real, lambda t: style_matrix(t), lambda t: "Certainly" in t, cfg)
     echo, polite, ceiling = m["trained"], m["baseline"], m["real"]
     assert echo["termination_f1"] == 1.0 and echo["role_adherence"] == 1.0
