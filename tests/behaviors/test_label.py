@@ -258,6 +258,7 @@ def test_learned_mode_labels_come_from_the_learned_labeller(curate_dir, tmp_path
     assert LEARNED in counts["producers"]["labels"]
 
 
+@pytest.mark.slow  # the label stage twice (~11 s)
 def test_sampling_is_deterministic_per_seed(curate_dir, tmp_path, monkeypatch):
     ids = []
     for name in ("a", "b"):

@@ -225,21 +225,17 @@ def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
     calls = gold_calls(RETAIL)
     read = '[search] get_order_details {"order_id": "#W2378156"}'
     wrong = calls[-1].replace('"item_ids": [', '"item_ids": ["0", ')
-    episodes = {
-        RETAIL: [[], [read], calls, [*calls[:-1], wrong], ["[search] open_the_vault {}"]],
-        AIRLINE: [[], gold_calls(AIRLINE)],
-    }
+    runs = [[], [read], calls, [*calls[:-1], wrong], ["[search] open_the_vault {}"]]
     seen = set()
-    for task, runs in episodes.items():
-        for run in runs:
-            env = TauGym(tasks=[task])
-            play(env, [*run, "[finish]"])
-            ours = env.reward_breakdown
-            assert ours == _tau2_environment_reward(task, env.messages) | {
-                k: v for k, v in ours.items() if k not in ("DB", "ENV_ASSERTION")}, (task.id, run)
-            replayed = tau_adapter.tau_reward_breakdown(task, env.messages)
-            assert replayed == ours, (task.id, run)
-            seen.add(ours.get("DB"))
+    for run in runs:
+        env = TauGym(tasks=[RETAIL])
+        play(env, [*run, "[finish]"])
+        ours = env.reward_breakdown
+        assert ours == _tau2_environment_reward(RETAIL, env.messages) | {
+            k: v for k, v in ours.items() if k not in ("DB", "ENV_ASSERTION")}, run
+        replayed = tau_adapter.tau_reward_breakdown(RETAIL, env.messages)
+        assert replayed == ours, run
+        seen.add(ours.get("DB"))
     assert seen == {0.0, 1.0}  # both verdicts occur, so the comparison can tell them apart
 
 

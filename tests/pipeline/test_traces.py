@@ -131,6 +131,7 @@ def synchronous_export(monkeypatch):
     mlflow.tracing.reset()  # the next trace sets tracing up again, asynchronous
 
 
+@pytest.mark.slow  # logs a trace per turn of one episode per leaking format (~13 s)
 def test_no_trace_holds_reasoning_or_a_hidden_fact() -> None:
     episodes = corpus_episodes()
     assert any(r["turns"] and r["turns"][0]["user_reasoning"] for _, r in episodes)

@@ -117,6 +117,7 @@ def test_a_batch_of_real_conversations_of_different_lengths_is_answered_200(
     assert stats["largest_batch"] > 1 and stats["retried_batches"] == 0
 
 
+@pytest.mark.slow  # curates the smoke split first (~17 s)
 def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, test_split,
                                                                    tiny) -> None:
     model, tokenizer = tiny
