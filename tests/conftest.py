@@ -26,6 +26,7 @@ if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix=f"prefect-{worker}-")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"
 # Run first: the whole pipeline under Prefect takes about half of one worker's share of
 # `make test`; started last, it would end minutes after the other worker.
 LONGEST = "tests/pipeline/test_flow_integration.py"
@@ -33,7 +34,6 @@ LONGEST = "tests/pipeline/test_flow_integration.py"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))  # stable: order kept
-SHARED_DIR = REPO_ROOT.parent / "shared"
 
 
 @pytest.fixture(autouse=True)

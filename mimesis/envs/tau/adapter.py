@@ -235,25 +235,36 @@ def initial_history(task: TauTask) -> list[Message]:
     return list(init.message_history or []) if init is not None else []
 
 
-def start_environment(task: TauTask) -> tuple[Environment, list[Message]]:
+def start_environment(task: TauTask, history: list[Message] | None = None
+                      ) -> tuple[Environment, list[Message]]:
     """A tau2 environment in the task's initial state, and the trajectory so far.
 
     Costs one database load (~0.1 s retail, ~0.3 s airline): :class:`TauGym` calls it only when
     an episode's first tool call needs the database.
 
+    Args:
+        task: The task.
+        history: A trajectory to replay on the fresh database (tau2 runs its tool calls and
+            checks their results); ``None``: :func:`initial_history`.
+
     Returns:
-        ``(environment, messages)``: ``messages`` is :func:`initial_history`.
+        ``(environment, messages)``: ``messages`` is the replayed history.
     """
     env = make_environment(task.domain)
     init = task.task.initial_state
-    history = initial_history(task)
-    if init is not None:
+    history = initial_history(task) if history is None else history
+    if init is not None or history:
         env.set_state(
-            initialization_data=init.initialization_data,
-            initialization_actions=init.initialization_actions,
+            initialization_data=init.initialization_data if init is not None else None,
+            initialization_actions=init.initialization_actions if init is not None else None,
             message_history=history,
         )
     return env, history
+
+
+def _tool_calls(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages
+               if isinstance(m, AssistantMessage | UserMessage) and m.is_tool_call())
 
 
 def call_tool(
@@ -376,17 +387,9 @@ def _environment_reward(task: TauTask, trajectory: list[Message],
     criteria = task.task.evaluation_criteria
     if criteria.actions is None and criteria.env_assertions is None:
         return {}  # tau2 returns no breakdown then (reward 1.0 without components)
-    called = sum(1 for m in trajectory if isinstance(m, AssistantMessage | UserMessage)
-                 and m.is_tool_call())
-    own = sum(1 for m in initial_history(task) if isinstance(m, AssistantMessage | UserMessage)
-              and m.is_tool_call())
-    if environment is None and (called > own or criteria.env_assertions):
-        environment = make_environment(task.domain)
-        init = task.task.initial_state
-        environment.set_state(
-            initialization_data=init.initialization_data if init is not None else None,
-            initialization_actions=init.initialization_actions if init is not None else None,
-            message_history=trajectory)
+    if environment is None and (_tool_calls(trajectory) > _tool_calls(initial_history(task))
+                                or criteria.env_assertions):
+        environment = start_environment(task, trajectory)[0]
     predicted = _db_hashes(environment) if environment is not None else _initial_hashes(task)
     db = float(predicted == _gold_hashes(task))
     assertion = 1.0
