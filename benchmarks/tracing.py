@@ -77,6 +77,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tracking-dir", type=Path, default=None,
                    help="where the fresh SQLite tracking database goes (default: the system's "
                         "temporary folder; put it on the disk of the pipeline's mlflow.db)")
+    p.add_argument("--tracking-uri", default=None,
+                   help="an MLflow tracking URI to use instead of the fresh database (an empty "
+                        "store; the traced passes add their traces to it)")
     p.add_argument("--quick", action="store_true", help=f"smoke-check sizes: {QUICK}")
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = p.parse_args(argv)
@@ -144,8 +147,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     import mlflow
 
-    tracking_dir = Path(tempfile.mkdtemp(prefix="tracing-bench-", dir=args.tracking_dir))
-    mlflow.set_tracking_uri(f"sqlite:///{tracking_dir / 'mlflow.db'}")
+    if args.tracking_uri is None:
+        tracking_dir = Path(tempfile.mkdtemp(prefix="tracing-bench-", dir=args.tracking_dir))
+        args.tracking_uri = f"sqlite:///{tracking_dir / 'mlflow.db'}"
+    mlflow.set_tracking_uri(args.tracking_uri)
     mlflow.set_experiment("mimesis")
     envs = args.envs.split(",")
     specs = [ScenarioSpec(env=envs[i % len(envs)], seed=args.seed + i)

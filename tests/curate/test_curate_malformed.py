@@ -25,11 +25,9 @@ def _good(i: int) -> str:
     return json.dumps({"id": f"good{i}_0", "conversations": _exchange(topic)})
 
 
-def _curate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: bytes) -> dict:
+def _curate(tmp_path: Path, body: bytes) -> dict:
     source = tmp_path / "src.json"
     source.write_bytes(body)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
     out = run(tmp_path / "out", params(), source_path=source)
     convs = [
         c for s in ("train", "val", "test") for c in read_jsonl(out / f"{s}.jsonl", Conversation)
@@ -70,23 +68,19 @@ def test_reader_keys_never_collide_with_ids(tmp_path: Path) -> None:
 
 
 # --- the stage --------------------------------------------------------------------------------
-def test_syntax_error_mid_file_loses_no_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_syntax_error_mid_file_loses_no_record(tmp_path: Path) -> None:
     broken = '{"id": "broken_0", "conversations": [{"from": "human" "value": "hi"}]}'
     body = _array(*[_good(i) for i in range(3)], broken, *[_good(i) for i in range(3, 7)])
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert res["counts"]["raw_records"] == 8
     assert {f"good{i}_0" for i in range(7)} <= res["ids"] | set(res["rejects"])
     assert {f"good{i}_0" for i in range(3, 7)} <= res["ids"]  # the records after the error
     assert res["rejects"]["broken_0"].reason == "malformed_json"
 
 
-def test_unrecoverable_tail_is_one_counted_reject(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unrecoverable_tail_is_one_counted_reject(tmp_path: Path) -> None:
     body = _array(*[_good(i) for i in range(4)])[:-3] + b', {"id": "tail_0", "conv": ]]] nope\n'
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert res["rejects"]["tail_0"].reason == "malformed"
     assert "chars left unparsed" in res["rejects"]["tail_0"].detail
 
@@ -110,48 +104,44 @@ def test_unrecoverable_tail_is_one_counted_reject(
     ids=["non_utf8", "lone_high_surrogate", "lone_low_surrogate"],
 )
 def test_bad_unicode_is_a_per_record_reject(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: bytes
+    tmp_path: Path, bad: bytes
 ) -> None:
     goods = [_good(i).encode() for i in range(6)]
     body = b"[\n" + b",\n".join([*goods[:3], bad, *goods[3:]]) + b"\n]\n"
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert res["counts"]["raw_records"] == 7
     assert res["rejects"]["bad_0"].reason == "bad_unicode"
     assert {f"good{i}_0" for i in range(3, 6)} <= res["ids"]
 
 
-def test_non_utf8_id_and_emoji_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_non_utf8_id_and_emoji_pairs(tmp_path: Path) -> None:
     emoji = json.dumps(
         {"id": "emoji_0", "conversations": _exchange("a smile \ud83d\ude00 for you")}
     )
     body = _array(*[_good(i) for i in range(4)], emoji).replace(b'"good1_0"', b'"good\xff1_0"')
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert "emoji_0" in res["ids"]  # a valid surrogate pair is an ordinary character
     (bad_key,) = [k for k in res["rejects"] if k.startswith("good") and k != "good1_0"]
     assert res["rejects"][bad_key].reason == "bad_unicode" and "\\x" in bad_key
 
 
-def test_id_equal_to_an_internal_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_id_equal_to_an_internal_key(tmp_path: Path) -> None:
     clash = json.dumps({"id": "<element:4>", "conversations": _exchange("a clashing id question")})
     body = _array(*[_good(i) for i in range(4)], '{"no_id": true}', clash)
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert res["counts"]["raw_records"] == 6
     assert "<element:4>" in res["ids"] | set(res["rejects"])
 
 
-def test_data_after_the_closing_bracket_is_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_data_after_the_closing_bracket_is_counted(tmp_path: Path) -> None:
     body = _array(*[_good(i) for i in range(4)]) + _good(9).encode() + b"\n"
-    res = _curate(tmp_path, monkeypatch, body)
+    res = _curate(tmp_path, body)
     assert res["counts"]["raw_records"] == 5
     (trailing,) = [r for r in res["rejects"].values() if r.reason == "trailing_data"]
     assert "good9_0" in trailing.id
 
 
-def test_records_in_another_schema_are_rejected_with_what_they_lack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_records_in_another_schema_are_rejected_with_what_they_lack(tmp_path: Path) -> None:
     """Your own conversations in OpenAI's shape instead of ShareGPT's (README, "Your own
     conversations"): each such record is a ``malformed`` reject naming what it lacks, and the
     records that fit are curated as usual."""
@@ -166,7 +156,7 @@ def test_records_in_another_schema_are_rejected_with_what_they_lack(
         }
     )
     res = _curate(
-        tmp_path, monkeypatch, _array(*[_good(i) for i in range(4)], messages, role_content)
+        tmp_path, _array(*[_good(i) for i in range(4)], messages, role_content)
     )
     assert res["rejects"]["msgs_0"].reason == "malformed"
     assert res["rejects"]["msgs_0"].detail == "'conversations' is not a list"
@@ -198,15 +188,13 @@ def test_reconciliation_names_what_is_missing() -> None:
     (_array(_good(0)), "need at least 3 conversations"),
 ])
 def test_the_command_names_bad_input_without_a_traceback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, body, reason
+    tmp_path: Path, capsys: pytest.CaptureFixture, body, reason
 ) -> None:
     from mimesis.stages.curate import main
 
     source = tmp_path / "src.json"
     if body is not None:
         source.write_bytes(body)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
     with pytest.raises(SystemExit) as exit_:
         main(["--source", str(source), "--out", str(tmp_path / "out"),
               "--params", str(Path(__file__).parents[2] / "params.yaml")])

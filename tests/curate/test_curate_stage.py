@@ -176,12 +176,12 @@ def params(**overrides: object) -> CurateParams:
 
 
 @pytest.fixture(scope="module")
-def curated(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def curated(tmp_path_factory: pytest.TempPathFactory, empty_mlflow_store) -> dict:
     root = tmp_path_factory.mktemp("curate")
     source = root / "sharegpt_cut.json"
     n_elements = write_truncated_sharegpt(source)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+        mp.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(root / "mlflow.db"))
         mp.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
         out = run(root / "a", params(), source_path=source)
         again = run(root / "b", params(), source_path=source)

@@ -237,6 +237,43 @@ def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
         assert replayed == ours, run
         seen.add(ours.get("DB"))
     assert seen == {0.0, 1.0}  # both verdicts occur, so the comparison can tell them apart
+    # a task whose gold only reads: its gold hashes are the pristine database's, replay-free
+    reads_only = TASKS["airline-1"]
+    assert not _writes(reads_only) and reads_only.task.evaluation_criteria.actions
+    cancel = '[search] cancel_reservation {"reservation_id": "Q69X3R"}'
+    verdicts = set()
+    for run in (gold_calls(reads_only), [*gold_calls(reads_only), cancel]):
+        env = TauGym(tasks=[reads_only])
+        play(env, [*run, "[finish]"])
+        verdicts.add(env.reward_breakdown["DB"])
+        assert env.reward_breakdown["DB"] == _tau2_environment_reward(
+            reads_only, env.messages)["DB"], run
+    assert verdicts == {0.0, 1.0}
+
+
+def _writes(task: TauTask) -> list[str]:
+    """The task's gold actions that tau2 types as database writes."""
+    writes = tau_adapter._pristine(task.domain)[1]
+    return [a.name for a in task.task.evaluation_criteria.actions or []
+            if (a.requestor, a.name) in writes]
+
+
+@pytest.mark.slow
+def test_a_gold_that_writes_nothing_leaves_the_pristine_database() -> None:
+    # Sweeps every shipped task whose gold writes nothing: replaying that gold, as tau2's
+    # evaluator does, leaves the hashes the reward takes without replaying it.
+    assert ("assistant", "cancel_reservation") in tau_adapter._pristine("airline")[1]
+    quiet = [t for t in TASKS.values() if not _writes(t)]
+    assert len(quiet) >= 24  # the trivial tasks at least
+    for task in quiet:
+        env = make_environment(task.domain)
+        for action in task.task.evaluation_criteria.actions or []:
+            try:
+                env.make_tool_call(tool_name=action.name, requestor=action.requestor,
+                                   **action.arguments)
+            except Exception:  # noqa: BLE001, S110 (as tau2: a failing gold call changes nothing)
+                pass
+        assert (env.get_db_hash(), env.get_user_db_hash()) == tau_adapter._gold_hashes(task), task.id
 
 
 def test_an_episode_without_tool_calls_loads_no_database(monkeypatch) -> None:

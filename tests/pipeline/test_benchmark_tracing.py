@@ -13,14 +13,15 @@ from pathlib import Path
 BENCH_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "tracing.py"
 
 
-def test_quick_run_traces_every_turn_of_the_same_episodes(tmp_path) -> None:
+def test_quick_run_traces_every_turn_of_the_same_episodes(tmp_path, empty_mlflow_store) -> None:
     spec = importlib.util.spec_from_file_location("bench_tracing", BENCH_PATH)
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # dataclasses look their module up there
     try:
         spec.loader.exec_module(bench)
         out = bench.main(["--model", "tiny-llama", "--quick", "--repeats", "2",
-                          "--tracking-dir", str(tmp_path), "--out", str(tmp_path / "t.json")])
+                          "--tracking-uri", empty_mlflow_store(tmp_path / "mlflow.db"),
+                          "--out", str(tmp_path / "t.json")])
     finally:
         del sys.modules[spec.name]
     passes = out["passes"]

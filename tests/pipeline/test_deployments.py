@@ -200,7 +200,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-def test_parent_flow_dispatches_a_stage_to_a_gpu_pool_worker(tmp_path) -> None:
+def test_parent_flow_dispatches_a_stage_to_a_gpu_pool_worker(tmp_path,
+                                                              empty_mlflow_store) -> None:
     project, remote = tmp_path / "project", tmp_path / "dvc-remote"
     project.mkdir()
     _copy_project(project)
@@ -208,7 +209,7 @@ def test_parent_flow_dispatches_a_stage_to_a_gpu_pool_worker(tmp_path) -> None:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "PREFECT_HOME": str(tmp_path / "prefect-home"),
            "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "MIMESIS_ROOT": str(project),
-           "MLFLOW_TRACKING_URI": f"sqlite:///{project / 'mlflow.db'}",
+           "MLFLOW_TRACKING_URI": empty_mlflow_store(project / "mlflow.db"),
            "PREFECT_LOGGING_LEVEL": "INFO"}
     env.pop("MIMESIS_PARENT_RUN_ID", None)
     dvc = [sys.executable, "-m", "dvc"]

@@ -115,10 +115,11 @@ def params_yaml(project):
 
 
 @pytest.mark.slow
-def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path):
+def test_flow_runs_tracks_and_reruns_only_what_changed(tmp_path, empty_mlflow_store):
     project = tmp_path / "project"
     project.mkdir()
     _copy_project(project)
+    empty_mlflow_store(project / "mlflow.db")  # the path _env gives every run
 
     _mimesis(project, "run", "--profile", "smoke")
     assert _last_pipeline_ran(project) == dict.fromkeys(STAGES, 1)

@@ -70,9 +70,9 @@ def test_only_partial_checkpoints_start_over(tmp_path) -> None:
 
 
 @pytest.fixture
-def experiment(tmp_path, monkeypatch):
+def experiment(tmp_path, monkeypatch, empty_mlflow_store):
     monkeypatch.setenv("MIMESIS_EXPERIMENT", f"test-{tmp_path.name}")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(tmp_path / "mlflow.db"))
     import mlflow
 
     mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])

@@ -226,7 +226,7 @@ def test_a_corrupt_run_record_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_the_flow_writes_the_summary_and_logs_it_to_its_parent_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty_mlflow_store
 ) -> None:
     """Bug: `mimesis run` ending without a summary, or the summary missing from the MLflow
     parent run the stages are nested under."""
@@ -236,7 +236,7 @@ def test_the_flow_writes_the_summary_and_logs_it_to_its_parent_run(
 
     root = _fake_data(tmp_path / "project")
     monkeypatch.chdir(tmp_path)  # MLflow's artifact store lands here, not in the checkout
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(tmp_path / "mlflow.db"))
     for r in RESULTS:
         monkeypatch.setitem(flow_module.TASKS, r.name, lambda root, force, r=r: r)
     stages = [r.name for r in RESULTS]

@@ -80,10 +80,11 @@ def test_csd_loss_term_is_alpha_times_l_csd_on_agent_tokens_only(tmp_path):
 
 
 @pytest.mark.slow
-def test_csd_step_writes_notes_filters_leaks_and_logs_delta(tmp_path, monkeypatch):
+def test_csd_step_writes_notes_filters_leaks_and_logs_delta(tmp_path, monkeypatch,
+                                                            empty_mlflow_store):
     import mlflow
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(tmp_path / "mlflow.db"))
     trainer = _trainer(tmp_path)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_B" in n}
     with mlflow.start_run() as run:

@@ -176,10 +176,11 @@ rank = os.environ["RANK"]
 
 
 @pytest.mark.slow
-def test_two_process_accelerate_launch_writes_outputs_on_rank_zero_only(tmp_path):
+def test_two_process_accelerate_launch_writes_outputs_on_rank_zero_only(tmp_path,
+                                                                     empty_mlflow_store):
     data.build_frozen_tiny(tmp_path / "freeze_user" / "simulator")
     (tmp_path / "driver.py").write_text(DRIVER)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+    env = {**os.environ, "MLFLOW_TRACKING_URI": empty_mlflow_store(tmp_path / "mlflow.db"),
            "MIMESIS_EXPERIMENT": "test-ranks", "PYTHONPATH": str(REPO),
            "OMP_NUM_THREADS": "1"}
     accelerate = Path(sys.executable).with_name("accelerate")

@@ -97,8 +97,9 @@ def test_triage_gives_each_dropped_episode_one_reason(tok, episodes):
 
 
 @pytest.fixture(scope="module")
-def frozen(tmp_path_factory):
+def frozen(tmp_path_factory, empty_mlflow_store):
     root = tmp_path_factory.mktemp("sft")
+    empty_mlflow_store(root / "mlflow.db")  # the store this module's stage runs log to
     data.build_frozen_tiny(root / "freeze_user" / "simulator")
     return root
 

@@ -39,7 +39,7 @@ LADDER = DifficultyParams(ladder=[{"env": "ParityGym", "env_kwargs": {"difficult
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, empty_mlflow_store):
     """freeze_user folder (tiny) -> train_agent (the difficulty ladder measured, then 2 GRPO
     steps on ParityGym at the chosen level), MLflow in tmp."""
     from mimesis.stages.train_agent import run
@@ -47,7 +47,7 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("agent")
     mp = pytest.MonkeyPatch()
     mp.chdir(root)
-    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    mp.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(root / "mlflow.db"))
     mp.setenv("MIMESIS_EXPERIMENT", "test-agent")
     data.build_frozen_tiny(root / "freeze_user" / "simulator")
     run(root / "freeze_user", root / "train_agent", _train_params(difficulty=LADDER))

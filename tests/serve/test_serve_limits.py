@@ -3,7 +3,6 @@ fitting of long histories, and the measured real conversations pass the default 
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,6 @@ from mimesis.serve.local import serve_in_thread
 from mimesis.serve.schemas import APIError, ChatCompletionRequest
 
 GOAL = {"goal": "fly to Oslo in May"}
-SOAK_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "serve_soak.py"
 
 
 class CountingBackend(FunctionBackend):
@@ -158,18 +156,6 @@ def test_the_simulator_views_scenario_has_the_same_limit() -> None:
 
 
 # real conversations pass -----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def smoke_split(tmp_path_factory) -> Path:
-    """``test.jsonl`` of the smoke profile's ``curate`` run (real ShareGPT conversations)."""
-    spec = importlib.util.spec_from_file_location("bench_serve_soak_limits", SOAK_PATH)
-    soak = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(soak)
-    try:
-        return soak.smoke_test_split(tmp_path_factory.mktemp("smoke"))
-    except ModuleNotFoundError as err:
-        pytest.skip(f"the ShareGPT package is not installed: {err}")
-
-
 def conversation_requests(split_path: Path) -> list[dict]:
     """One request per conversation: every turn up to its last agent turn, behind an agent
     system prompt, with a one-line goal (as a next-turn harness sends it)."""
@@ -184,8 +170,8 @@ def conversation_requests(split_path: Path) -> list[dict]:
 
 
 def test_the_99th_percentile_curated_test_conversation_passes_the_default_limits(
-        smoke_split) -> None:
-    bodies = conversation_requests(smoke_split)
+        smoke_test_split) -> None:
+    bodies = conversation_requests(smoke_test_split)
     config = ServeConfig()
     sizes = {"messages": [len(b["messages"]) for b in bodies],
              "total": [sum(len(m["content"]) for m in b["messages"]) for b in bodies],

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def frozen(tmp_path_factory):
+def frozen(tmp_path_factory, empty_mlflow_store):
     """label -> train_user (tiny, 2 LoRA steps) -> freeze_user, with MLflow in a temp dir."""
     from mimesis.stages.freeze_user import run as freeze
     from mimesis.stages.train_user import run as train
@@ -47,7 +47,7 @@ def frozen(tmp_path_factory):
     root = tmp_path_factory.mktemp("freeze")
     mp = pytest.MonkeyPatch()
     mp.chdir(root)
-    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    mp.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(root / "mlflow.db"))
     mp.setenv("MIMESIS_EXPERIMENT", "test-freeze")
     label_dir = _data.write_label_dir(root / "label", n_train=4, n_val=2)
     train(label_dir, root / "train_user", TRAIN)

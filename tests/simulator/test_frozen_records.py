@@ -85,10 +85,11 @@ def test_an_emptied_registry_json_is_refused_while_meta_names_a_model(tmp_path, 
     load_frozen(unregistered)  # register: false writes exactly this
 
 
-def test_an_unreachable_registry_falls_back_to_registry_json(tmp_path, monkeypatch, caplog):
+def test_an_unreachable_registry_falls_back_to_registry_json(tmp_path, monkeypatch, caplog,
+                                                             empty_mlflow_store):
     monkeypatch.chdir(tmp_path)
     # another machine: its tracking URI reaches a registry that never saw this model
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'elsewhere.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(tmp_path / "elsewhere.db"))
     sim_dir = _freeze(tmp_path / "freeze_user", registry={"name": "sim", "version": 3})
     with caplog.at_level(logging.WARNING, logger="mimesis.simulator.frozen"):
         load_frozen(sim_dir)

@@ -29,11 +29,11 @@ SMALL = TrainUserParams(base_model="tiny-llama", max_train_conversations=4,
 
 
 @pytest.fixture
-def mlflow_here(tmp_path, monkeypatch):
+def mlflow_here(tmp_path, monkeypatch, empty_mlflow_store):
     """MLflow artifacts under tmp_path, in an experiment of this test alone."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MIMESIS_EXPERIMENT", f"test-{tmp_path.name}")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", empty_mlflow_store(tmp_path / "mlflow.db"))
     return tmp_path
 
 

@@ -52,6 +52,7 @@ from tau2.domains.airline import environment as _airline
 from tau2.domains.retail import environment as _retail
 from tau2.environment.environment import Environment
 from tau2.environment.tool import Tool
+from tau2.environment.toolkit import ToolType
 from tau2.evaluator.evaluator_action import ActionEvaluator
 from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
@@ -357,11 +358,26 @@ def _db_hashes(env: Environment) -> tuple[str | None, str | None]:
 
 
 @cache
+def _pristine(domain: str) -> tuple[tuple[str | None, str | None], frozenset[tuple[str, str]]]:
+    """The pristine database hashes of ``domain``, and its write tools as ``(requestor, name)``
+    (tau2 types every tool: only a write tool changes a database)."""
+    env = make_environment(domain)
+    writes = {(requestor, name) for requestor, kit in (("assistant", env.tools),
+                                                       ("user", env.user_tools))
+              if kit is not None for name in kit.tools if kit.tool_type(name) == ToolType.WRITE}
+    return _db_hashes(env), frozenset(writes)
+
+
+@cache
 def _gold_hashes(task: TauTask) -> tuple[str | None, str | None]:
     """Database hashes after the task's gold actions (tau2's gold environment); one replay per
-    task, since they depend on the task alone."""
+    task, since they depend on the task alone, and none when no gold action writes."""
+    writes = _pristine(task.domain)[1]
+    gold = task.task.evaluation_criteria.actions or []
+    if not any((action.requestor, action.name) in writes for action in gold):
+        return _initial_hashes(task)
     env, _ = start_environment(task)
-    for action in task.task.evaluation_criteria.actions or []:
+    for action in gold:
         try:
             env.make_tool_call(tool_name=action.name, requestor=action.requestor,
                                **action.arguments)
@@ -372,7 +388,11 @@ def _gold_hashes(task: TauTask) -> tuple[str | None, str | None]:
 
 @cache
 def _initial_hashes(task: TauTask) -> tuple[str | None, str | None]:
-    """Database hashes of the task's initial state: a trajectory without tool calls ends there."""
+    """Database hashes of the task's initial state: a trajectory without tool calls ends there.
+    A task without an initial state starts from the pristine database (start_environment sets
+    nothing then)."""
+    if task.task.initial_state is None:
+        return _pristine(task.domain)[0]
     return _db_hashes(start_environment(task)[0])
 
 
