@@ -258,15 +258,17 @@ def _writes(task: TauTask) -> list[str]:
             if (a.requestor, a.name) in writes]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # sweeps every task
 def test_a_gold_that_writes_nothing_leaves_the_pristine_database() -> None:
-    # Sweeps every shipped task whose gold writes nothing: replaying that gold, as tau2's
-    # evaluator does, leaves the hashes the reward takes without replaying it.
+    # Every shipped task whose gold writes nothing: replaying that gold, as tau2's evaluator
+    # does, leaves the hashes the reward takes without replaying it. One database per domain:
+    # each replay must leave it pristine, so the next starts from the pristine state too.
     assert ("assistant", "cancel_reservation") in tau_adapter._pristine("airline")[1]
     quiet = [t for t in TASKS.values() if not _writes(t)]
     assert len(quiet) >= 24  # the trivial tasks at least
+    envs = {domain: make_environment(domain) for domain in {t.domain for t in quiet}}
     for task in quiet:
-        env = make_environment(task.domain)
+        env = envs[task.domain]
         for action in task.task.evaluation_criteria.actions or []:
             try:
                 env.make_tool_call(tool_name=action.name, requestor=action.requestor,

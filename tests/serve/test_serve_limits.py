@@ -169,6 +169,7 @@ def conversation_requests(split_path: Path) -> list[dict]:
     return bodies
 
 
+@pytest.mark.slow  # curates the smoke split first (~15 s)
 def test_the_99th_percentile_curated_test_conversation_passes_the_default_limits(
         smoke_test_split) -> None:
     bodies = conversation_requests(smoke_test_split)
