@@ -8,7 +8,8 @@ per task; the episode's own database is scored). Each episode kind is played und
 rewards must agree, and the table gives seconds per episode and the ratio.
 
 Episode kinds, as a weak agent plays them: ``talk`` (no tool call, then ``[finish]``), ``read``
-(one read call), ``gold`` (the task's gold calls). Tasks: the first ``--tasks`` of each domain.
+(one read call), ``gold`` (the task's gold calls). Tasks: the first ``--tasks`` of each domain
+(``--domains``: airline, retail).
 
     python benchmarks/tau_episode.py                   # 3 tasks per domain, 2 repeats
     python benchmarks/tau_episode.py --tasks 5 --out tau.json
@@ -87,9 +88,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=3, help="tasks per domain")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--domains", default=",".join(adapter.DOMAINS),
+                        help="comma-separated tau2 domains (default: all shipped)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    tasks = [t for d in adapter.DOMAINS for t in
+    tasks = [t for d in args.domains.split(",") for t in
              [x for x in TauGym.default_tasks() if x.domain == d][:args.tasks]]
     for task in tasks:  # warm the per-task caches and tau2's imports outside the timing
         play(task, "talk", baseline=False)

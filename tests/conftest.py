@@ -51,6 +51,7 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name:
     with FileLock(str(shared / f"{name}.lock")):
         if not done.is_file():
             folder = shared / name
+            shutil.rmtree(folder, ignore_errors=True)  # what a worker that failed left
             folder.mkdir()
             done.write_text(str(produce(folder)))
     return Path(done.read_text())
@@ -96,10 +97,9 @@ def smoke_test_split(tmp_path_factory, worker_id, empty_mlflow_store) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_mlflow(tmp_path_factory, monkeypatch, empty_mlflow_store):
+def _isolated_mlflow(tmp_path_factory, monkeypatch):
+    # one store per worker, created by the first test that logs (most tests never do)
     db = tmp_path_factory.getbasetemp() / "mlflow.db"
-    if not db.exists():
-        empty_mlflow_store(db)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
     monkeypatch.delenv("MIMESIS_PARENT_RUN_ID", raising=False)
     yield

@@ -18,11 +18,13 @@ def test_quick_run_scores_alike_and_reports_every_kind(tmp_path) -> None:
     sys.modules[spec.name] = bench
     try:
         spec.loader.exec_module(bench)
-        figures = bench.main(["--tasks", "1", "--repeats", "1", "--out", str(tmp_path / "t.json")])
+        # retail alone: its database loads in a third of airline's time
+        figures = bench.main(["--tasks", "1", "--repeats", "1", "--domains", "retail",
+                              "--out", str(tmp_path / "t.json")])
     finally:
         del sys.modules[spec.name]
     assert json.loads((tmp_path / "t.json").read_text())["kinds"].keys() == set(bench.KINDS)
-    assert len(figures["tasks"]) == 2  # one airline, one retail
+    assert [t.split("-")[0] for t in figures["tasks"]] == ["retail"]
     for kind, row in figures["kinds"].items():
-        assert row["episodes"] == 2 and math.isfinite(row["speedup"]) and row["speedup"] > 0
-        assert f"| {kind} | 2 |" in figures["markdown"]
+        assert row["episodes"] == 1 and math.isfinite(row["speedup"]) and row["speedup"] > 0
+        assert f"| {kind} | 1 |" in figures["markdown"]
