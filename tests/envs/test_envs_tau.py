@@ -238,11 +238,10 @@ def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
         seen.add(ours.get("DB"))
     assert seen == {0.0, 1.0}  # both verdicts occur, so the comparison can tell them apart
     # a task whose gold only reads: its gold hashes are the pristine database's, replay-free
-    reads_only = TASKS["airline-1"]
+    reads_only = TASKS["retail-65"]
     assert not _writes(reads_only) and reads_only.task.evaluation_criteria.actions
-    cancel = '[search] cancel_reservation {"reservation_id": "Q69X3R"}'
     verdicts = set()
-    for run in (gold_calls(reads_only), [*gold_calls(reads_only), cancel]):
+    for run in (gold_calls(reads_only), [*gold_calls(reads_only), calls[-1]]):  # + a write
         env = TauGym(tasks=[reads_only])
         play(env, [*run, "[finish]"])
         verdicts.add(env.reward_breakdown["DB"])
