@@ -10,6 +10,7 @@ import pytest
 
 from mimesis.envs import registry
 from mimesis.envs.tau import adapter as tau_adapter
+from mimesis.envs.tau import reward as tau_reward_module
 from mimesis.envs.tau.adapter import make_environment
 from mimesis.envs.tau.gym import (
     TauGym,
@@ -233,7 +234,7 @@ def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
         ours = env.reward_breakdown
         assert ours == _tau2_environment_reward(RETAIL, env.messages) | {
             k: v for k, v in ours.items() if k not in ("DB", "ENV_ASSERTION")}, run
-        replayed = tau_adapter.tau_reward_breakdown(RETAIL, env.messages)
+        replayed = tau_reward_module.tau_reward_breakdown(RETAIL, env.messages)
         assert replayed == ours, run
         seen.add(ours.get("DB"))
     assert seen == {0.0, 1.0}  # both verdicts occur, so the comparison can tell them apart
@@ -252,7 +253,7 @@ def test_cached_environment_reward_is_tau2s_on_every_path() -> None:
 
 def _writes(task: TauTask) -> list[str]:
     """The task's gold actions that tau2 types as database writes."""
-    writes = tau_adapter._pristine(task.domain)[1]
+    writes = tau_reward_module._pristine(task.domain)[1]
     return [a.name for a in task.task.evaluation_criteria.actions or []
             if (a.requestor, a.name) in writes]
 
@@ -262,7 +263,7 @@ def test_a_gold_that_writes_nothing_leaves_the_pristine_database() -> None:
     # Every shipped task whose gold writes nothing: replaying that gold, as tau2's evaluator
     # does, leaves the hashes the reward takes without replaying it. One database per domain:
     # each replay must leave it pristine, so the next starts from the pristine state too.
-    assert ("assistant", "cancel_reservation") in tau_adapter._pristine("airline")[1]
+    assert ("assistant", "cancel_reservation") in tau_reward_module._pristine("airline")[1]
     quiet = [t for t in TASKS.values() if not _writes(t)]
     assert len(quiet) >= 24  # the trivial tasks at least
     envs = {domain: make_environment(domain) for domain in {t.domain for t in quiet}}
@@ -274,7 +275,7 @@ def test_a_gold_that_writes_nothing_leaves_the_pristine_database() -> None:
                                    **action.arguments)
             except Exception:  # noqa: BLE001, S110 (as tau2: a failing gold call changes nothing)
                 pass
-        assert (env.get_db_hash(), env.get_user_db_hash()) == tau_adapter._gold_hashes(task), task.id
+        assert (env.get_db_hash(), env.get_user_db_hash()) == tau_reward_module._gold_hashes(task), task.id
 
 
 def test_an_episode_without_tool_calls_loads_no_database(monkeypatch) -> None:

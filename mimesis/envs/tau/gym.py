@@ -15,7 +15,7 @@ domain or tau2's train/test split), or UserRL's ``tau_{train,test}.json``
 (:func:`load_userrl_tasks`). Domain plumbing lives in :mod:`mimesis.envs.tau.adapter`, task
 loading in :mod:`mimesis.envs.tau.tasks`.
 
-Reward (tau2's, via its evaluators; :func:`~mimesis.envs.tau.adapter.tau_reward`): 1.0 when the
+Reward (tau2's, via its evaluators; :func:`~mimesis.envs.tau.reward.tau_reward`): 1.0 when the
 database after the episode equals the database after the gold actions *and* every required
 piece of information (``communicate_info``) appeared in an agent message; else 0.0. Only an
 agent stop (``[answer]``/``[finish]``) or a user stop is scored; truncation scores 0.
@@ -43,10 +43,9 @@ from mimesis.envs.tau.adapter import (
     parse_tool_call,
     render_tools,
     start_environment,
-    tau_reward,
-    tau_reward_breakdown,
     user_text,
 )
+from mimesis.envs.tau.reward import tau_reward, tau_reward_breakdown
 from mimesis.envs.tau.tasks import is_trivial, load_userrl_tasks, tau2_tasks
 
 if TYPE_CHECKING:
