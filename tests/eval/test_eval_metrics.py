@@ -126,6 +126,7 @@ def test_termination_f1_from_a_small_confusion():
     assert m["precision"] == pytest.approx(2 / 3) and m["recall"] == pytest.approx(2 / 3)
     assert m["f1"] == pytest.approx(2 / 3)
     assert (m["positives"], m["predicted"], m["n"]) == (3, 3, 6)
+    assert m["false_end_rate"] == pytest.approx(1 / 3)  # 1 of the 3 positions the user went on
     never = termination_f1([False] * 4, [True, False, True, False])
     assert never["f1"] == 0.0 and never["recall"] == 0.0
 

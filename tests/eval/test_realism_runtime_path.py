@@ -205,3 +205,34 @@ def test_first_draw_flags_see_the_runtimes_private_text_rule():
     unsaid = UserState(scenario=scenario, system_prompt="s")
     _, state = sim.next_message("Anything else?", unsaid)
     assert "hidden_fact" in first_draw_flags(state)
+
+
+def test_first_draw_termination_counts_the_ends_the_end_rule_drew_again():
+    """Every first draw ends; the end rule draws each again and the second draw speaks: the
+    sent row ends nowhere, the first-draw row ends everywhere (true-end rate 1, false-end rate
+    1 where the real user went on), and table.md prints both."""
+    from mimesis.eval.realism.report import termination_section
+    from mimesis.eval.realism.run import raw_termination
+    from mimesis.eval.realism.userlm import termination_f1
+    from mimesis.format import END_SIGNAL
+
+    items, _ = build_items(_conversations(6), 0, 2, seed=0)
+    nxt = [it for it in items if it.kind == "next"]
+    assert any(it.real_ended for it in nxt) and not all(it.real_ended for it in nxt)
+    calls = []
+
+    def end_then_speak(batch):
+        calls.append(len(batch))
+        return [f"<think>done</think>\n{END_SIGNAL}" if len(calls) == 1
+                else "<think>ok</think>\none more thing" for _ in batch]
+
+    out = simulate_runtime(end_then_speak, "user_simulator", items, None, 0, 0, 0, 64, "t")
+    assert not any(g.ended for g in out)
+    raw = raw_termination(items, out)
+    assert (raw["recall"], raw["false_end_rate"], raw["n"]) == (1.0, 1.0, len(nxt))
+    assert raw["predicted"] == len(nxt)  # first turns are not termination positions
+    sent = termination_f1([False] * len(nxt), [it.real_ended for it in nxt])
+    lines = termination_section({"trained": {"termination": sent, "raw_termination": raw}},
+                                ["trained"])
+    row = next(line for line in lines if line.startswith("| trained"))
+    assert f"| 0/{len(nxt)} | 0 | 0 | 0 | {len(nxt)}/{len(nxt)} | 1 | 1 |" in row

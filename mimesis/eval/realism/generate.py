@@ -261,10 +261,12 @@ def generation_rows(name: str, model_id: str, items: Sequence[EvalItem],
                     outputs: Sequence[Generated],
                     records: Sequence[TurnRecord]) -> list[dict]:
     """Audit rows for ``generations.jsonl``: position, real turn, simulator output with its
-    private reasoning in its own field, flags and labels."""
+    private reasoning in its own field, flags and labels; ``raw`` is the draw that was used,
+    ``first_raw`` the position's first (they differ where a guard drew the turn again)."""
     return [{"simulator": name, "model": model_id, "conv_id": it.conv_id, "half": it.half,
              "kind": it.kind, "turn_index": it.turn_index, "utterance": g.utterance,
              "reasoning": g.reasoning, "ended": g.ended, "flags": list(g.flags), "raw": g.raw,
+             "first_raw": g.first_raw,
              "behaviors": list(r.behaviors), "real_text": it.real_text,
              "real_ended": it.real_ended, "real_labels": list(it.real_labels)}
             for it, g, r in zip(items, outputs, records, strict=True)]

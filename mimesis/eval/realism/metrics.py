@@ -225,7 +225,8 @@ def single_sample(records: Sequence[TurnRecord], is_assistant_like: Callable[[st
     if nxt:
         term = termination_f1([r.ended for r in nxt], [r.item.real_ended for r in nxt])
         out["termination_f1"] = term["f1"]
-        out["termination"] = {k: term[k] for k in ("precision", "recall", "positives", "n")}
+        out["termination"] = {k: term[k] for k in ("f1", "precision", "recall", "false_end_rate",
+                                                    "positives", "predicted", "n")}
     if spoken:
         out["role_adherence"] = role_adherence(spoken, is_assistant_like)
     out["empty_rate"] = sum(not r.ended and not r.spoken for r in records) / max(1, len(records))

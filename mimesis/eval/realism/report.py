@@ -201,6 +201,7 @@ def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
     lines += _table(["row", *(t for _, t in GOAL_COLUMNS)],
                     [[title(r), *(_fmt(_get(metrics[r], p)) for p, _ in GOAL_COLUMNS)]
                      for r in rows])
+    lines += termination_section(metrics, rows)
     lines += ["", "## Style distances to real users (|rate difference|; length: W1 of log chars)",
               ""]
     keys = ("length_w1", *STYLE_RATES)
@@ -219,6 +220,34 @@ def markdown_table(metrics: dict, rows: Sequence[str] = ROWS) -> str:
     lines += _table(header, body) if body else ["No real turn in the sample carries a behaviour."]
     lines += ["", *NOTES]
     return "\n".join(lines) + "\n"
+
+
+def termination_section(metrics: dict, rows: Sequence[str]) -> list[str]:
+    """Markdown lines of where each simulated row ended against where the real users did: the
+    ends it sent and, for the first draw of each position, the ends it meant before the end
+    rule drew them again (``raw_termination``); ``[]`` when no row has next-turn positions."""
+    def cells(term: dict | None) -> list[str]:
+        if not term:
+            return ["–"] * 4
+        return [f"{_fmt(term['predicted'])}/{_fmt(term['n'])}", _fmt(term["recall"]),
+                _fmt(term["false_end_rate"]), _fmt(term["f1"])]
+
+    body = [[title(r), _fmt(_get(metrics[r], ("termination", "positives"))),
+             *cells(metrics[r].get("termination")), *cells(metrics[r].get("raw_termination"))]
+            for r in rows if metrics[r].get("termination")]
+    if not body:
+        return []
+    lines = ["", "## Where the simulator ends (next-turn positions)", ""]
+    lines += _table(["row", "real ends", "ends sent / positions", "true-end rate ↑",
+                     "false-end rate ↓", "termination F1 ↑", "first draw: ends / positions",
+                     "first draw: true-end rate", "first draw: false-end rate",
+                     "first draw: F1"], body)
+    return [*lines, "", (
+        "True-end rate: share of the positions where the real user ended at which the row "
+        "ended too (recall); false-end rate: share of those where the real user went on (each "
+        "is a lost turn). First draw: the position's first sample, before the runtime drew an "
+        "end again (`end_draws`): a first-draw true-end rate no higher than its false-end rate "
+        "means the ends do not aim at where real users stop (docs/metrics.md).")]
 
 
 NOTES = (

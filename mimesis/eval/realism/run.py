@@ -126,6 +126,9 @@ def score(items: Sequence[EvalItem], outputs: Mapping[str, Sequence[Generated]],
     for name, gens in outputs.items():
         metrics[name]["guards"] = guard_counts(gens)
         metrics[name].update(raw_rates(gens, groups, params.n_bootstrap, params.seed))
+        raw_end = raw_termination(items, gens)
+        if raw_end:
+            metrics[name]["raw_termination"] = raw_end
     return metrics, simulated, real
 
 
@@ -181,6 +184,32 @@ def raw_empty(g: Generated) -> bool:
 
     parsed = parse_turn(g.first_raw)
     return not parsed.utterance.strip() and not parsed.ended
+
+
+def raw_termination(items: Sequence[EvalItem], outputs: Sequence[Generated]) -> dict[str, float]:
+    r"""Termination of each next-turn position's first draw, before the runtime's end rule
+    (``GuardParams.end_draws``) drew an end again: the draw "ends" when it parses to the end
+    signal and no utterance. :func:`~mimesis.eval.realism.userlm.termination_f1`'s keys
+    (``f1``, ``recall`` = true-end rate, ``false_end_rate``, ``n`` …) over the positions with
+    a draw; ``{}`` when there are none. Beside the sent row's termination it shows whether the
+    simulator's own end decisions aim at where real users stop (docs/metrics.md).
+
+    >>> it = lambda text: EvalItem("c", 0, NEXT, 2, None, (), text, ())  # no scenario needed
+    >>> end = Generated("", "", "", True, (), "<think>done</think>\n<|end_conversation|>", ())
+    >>> more = Generated("", "", "more?", False, (), "<think>a</think>\nmore?", ())
+    >>> out = raw_termination([it(None), it("ok"), it("go on")], [end, end, more])
+    >>> out["recall"], out["false_end_rate"], out["n"]
+    (1.0, 0.5, 3.0)
+    """
+    from mimesis.eval.realism.userlm import termination_f1
+    from mimesis.simulator.parsing import parse_turn
+
+    pairs = [(it.real_ended, parse_turn(g.first_raw)) for it, g in zip(items, outputs, strict=True)
+             if it.kind == NEXT and g.first_raw]
+    if not pairs:
+        return {}
+    return termination_f1([p.ended and not p.utterance.strip() for _, p in pairs],
+                          [real for real, _ in pairs])
 
 
 def raw_rates(outputs: Sequence[Generated], groups: Sequence[str], n_bootstrap: int = 1000,

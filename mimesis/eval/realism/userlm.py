@@ -99,8 +99,10 @@ def termination_f1(predicted_end: Sequence[bool], real_end: Sequence[bool]) -> d
         real_end: The real user ended at the position.
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (0 when undefined), ``positives`` (real ends),
-        ``predicted`` (simulator ends), ``n`` (positions).
+        ``precision``, ``recall`` (the true-end rate), ``f1`` (0 when undefined),
+        ``false_end_rate`` (share of the positions where the real user went on at which the
+        simulator ended; 0 when there are none), ``positives`` (real ends), ``predicted``
+        (simulator ends), ``n`` (positions).
 
     Raises:
         ValueError: lengths differ or no positions.
@@ -112,7 +114,9 @@ def termination_f1(predicted_end: Sequence[bool], real_end: Sequence[bool]) -> d
     pred, real = [bool(x) for x in predicted_end], [bool(x) for x in real_end]
     precision, recall, f1, _ = precision_recall_fscore_support(
         real, pred, average="binary", pos_label=True, labels=[False, True], zero_division=0.0)
+    went_on = [p for p, r in zip(pred, real, strict=True) if not r]
     return {"precision": float(precision), "recall": float(recall), "f1": float(f1),
+            "false_end_rate": sum(went_on) / len(went_on) if went_on else 0.0,
             "positives": float(sum(real)), "predicted": float(sum(pred)), "n": float(len(real))}
 
 
