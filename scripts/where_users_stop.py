@@ -12,10 +12,10 @@ table's termination F1 (docs/metrics.md).
 It then scores the same model on the positions the realism evaluation takes
 (:func:`~mimesis.eval.realism.protocol.conversation_items`: per test conversation, cut after
 ``--max-user-turns`` user turns as the label stage cuts them, the reply after which the real
-user ended plus sampled others, ``--next-positions`` in all). There the Done-when pair "lost
-turns ≤ 0.10" (an end where the real user went on) and "termination F1 ≥ 0.5" needs a true-end
-rate at a false-end rate of 0.10 that it prints beside the model's, and the ROC AUC an
-equal-variance binormal end score would need for it. A second model reads the words: TF-IDF
+user ended plus sampled others, ``--next-positions`` in all). For a target pair "false-end
+rate ≤ ``--max-false-end``" (each false end is a lost turn) and "termination F1 ≥
+``--target-f1``" it prints the true-end rate the pair needs at that false-end rate beside the
+model's, and the ROC AUC an equal-variance binormal end score would need for it. A second model reads the words: TF-IDF
 (1-2 grams) of the reply's last 1,500 characters, the last user turn and the opening, plus the
 turn count (``--text``; about a minute). It also prints how often the run-time guard's
 off-topic, restart and junk rules (``mimesis.simulator.guards``) flag *real* user turns of the
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 from pathlib import Path
 
@@ -43,29 +44,39 @@ _CLOSING = re.compile(r"anything else|let me know|hope (?:this|that) helps", re.
 _THANKS = re.compile(r"\s*(?:thanks|thank you|ok|great)\b", re.IGNORECASE)
 
 
+def _replies(turns: list[dict], max_user_turns: int, next_positions: int,
+             rng: random.Random) -> list[int]:
+    """Indices of the agent replies the realism evaluation would take from a conversation cut
+    after ``max_user_turns`` user turns (as the label stage cuts them): its own rule,
+    :func:`~mimesis.eval.realism.protocol.conversation_items`."""
+    from types import SimpleNamespace
+
+    from mimesis.eval.realism.protocol import NEXT, conversation_items
+
+    replies = [i for i, t in enumerate(turns) if t["role"] == "assistant"]
+    cut = turns[:2 * max_user_turns]
+    conv = SimpleNamespace(id="", scenario=None, labels=[], ended=len(replies) <= max_user_turns,
+                           turns=[SimpleNamespace(**t) for t in cut])
+    return [it.turn_index - 1 for it in conversation_items(conv, 0, next_positions, rng)
+            if it.kind == NEXT]
+
+
 def positions(path: Path, max_user_turns: int = 0, next_positions: int = 0,
-              seed: int = 0, return_texts: bool = False) -> tuple:
-    """Features (one row per agent reply) and targets (the user stopped after it).
+              seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str, str]]]:
+    """Features (one row per agent reply), targets (the user stopped after it) and the texts
+    the TF-IDF model reads (reply, last user turn, opening).
 
-    With ``next_positions`` > 0, only the replies the realism evaluation would take from each
-    conversation cut after ``max_user_turns`` user turns (the cut ones never end there)."""
-    import random
-
+    With ``next_positions`` > 0, only the replies the realism evaluation would take
+    (:func:`_replies`)."""
     rng = random.Random(seed)
     feats, ends, texts = [], [], []
     for line in path.open():
         turns = json.loads(line)["turns"]
-        replies = [i for i, t in enumerate(turns) if t["role"] == "assistant"]
-        if next_positions:
-            ended = len(replies) <= max_user_turns
-            replies = replies[:max_user_turns]
-            final = replies[-1:] if ended and replies and replies[-1] == len(turns) - 1 else []
-            inner = [i for i in replies if i not in final]
-            chosen = final + rng.sample(inner, min(len(inner), next_positions - len(final)))
-            replies = sorted(chosen)
+        replies = ([i for i, t in enumerate(turns) if t["role"] == "assistant"]
+                   if not next_positions else
+                   _replies(turns, max_user_turns, next_positions, rng))
         for i in replies:
-            turn = turns[i]
-            reply, user = turn["text"], turns[i - 1]["text"]
+            reply, user = turns[i]["text"], turns[i - 1]["text"]
             k = min((i + 1) // 2, 6)
             feats.append([float(k == j) for j in range(1, 7)] + [
                 np.log1p(len(reply)), reply.rstrip().endswith("?"), "?" in reply[-300:],
@@ -74,9 +85,7 @@ def positions(path: Path, max_user_turns: int = 0, next_positions: int = 0,
                 bool(_THANKS.match(user))])
             ends.append(i == len(turns) - 1)
             texts.append((reply[-1500:], user[-600:], turns[0]["text"][:600]))
-    if return_texts:
-        return np.asarray(feats, float), np.asarray(ends), texts
-    return np.asarray(feats, float), np.asarray(ends)
+    return np.asarray(feats, float), np.asarray(ends), texts
 
 
 def text_auc(tr: tuple, ev: tuple) -> float:
@@ -108,8 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--target-f1", type=float, default=0.5)
     ap.add_argument("--text", action="store_true", help="also the TF-IDF model")
     args = ap.parse_args(argv)
-    x_tr, y_tr = positions(args.curate / "train.jsonl")
-    x_te, y_te = positions(args.curate / "test.jsonl")
+    train = positions(args.curate / "train.jsonl")
+    (x_tr, y_tr, _), (x_te, y_te, _) = train, positions(args.curate / "test.jsonl")
     p = LogisticRegression(max_iter=2000).fit(x_tr, y_tr).predict_proba(x_te)[:, 1]
     print(f"positions: train {len(y_tr)} (end rate {y_tr.mean():.3f}), "
           f"test {len(y_te)} (end rate {y_te.mean():.3f})")
@@ -118,8 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     for tau in (0.2, 0.25, 0.3, 0.4):
         print(f"  end when p >= {tau}: ends at {(p >= tau).mean():.3f} of positions, "
               f"F1 {f1_score(y_te, p >= tau):.3f}")
-    x_ev, y_ev = positions(args.curate / "test.jsonl", args.max_user_turns,
-                           args.next_positions, args.seed)
+    ev = positions(args.curate / "test.jsonl", args.max_user_turns, args.next_positions,
+                   args.seed)
+    x_ev, y_ev, _ = ev
     q = LogisticRegression(max_iter=2000).fit(x_tr, y_tr).predict_proba(x_ev)[:, 1]
     prior = y_ev.mean()
     fpr, tpr, _ = roc_curve(y_ev, q)
@@ -137,10 +147,8 @@ def main(argv: list[str] | None = None) -> None:
           f"false ends <= {args.max_false_end}: {max(ok):.3f}; F1 >= {args.target_f1} needs a "
           f"true-end rate >= {need:.3f} there (binormal ROC AUC >= {auc_need:.3f})")
     if args.text:
-        tr = positions(args.curate / "train.jsonl", return_texts=True)
-        ev = positions(args.curate / "test.jsonl", args.max_user_turns, args.next_positions,
-                       args.seed, return_texts=True)
-        print(f"  TF-IDF of the reply, last user turn and opening: ROC AUC {text_auc(tr, ev):.3f}")
+        print(f"  TF-IDF of the reply, last user turn and opening: ROC AUC "
+              f"{text_auc(train, ev):.3f}")
     for split in ("train", "val", "test"):
         convs = [json.loads(line) for line in (args.label / f"{split}.jsonl").open()]
         scored = [c for c in convs if content_words(c["scenario"]["goal"])]
