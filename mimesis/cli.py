@@ -78,7 +78,8 @@ def run(
     selected = _parse_stages(stages)
     flow_command(root, "", selected, force)  # not a checkout: say so before touching params.yaml
     _apply_profile(root, profile)
-    _check_params(root, selected)
+    # The flow process checks every selected stage's params before Prefect starts: it imports
+    # the stage modules to run them anyway, so checking here would import them twice.
     command = flow_command(root, profile or _active_profile(root), selected, force)
     raise typer.Exit(subprocess.run(command, check=False, cwd=root.resolve()).returncode)
 
