@@ -33,9 +33,10 @@ run: bytecode
 	$(VENV)/bin/mimesis run --profile $(PROFILE)
 
 # One pytest-xdist worker per core (TEST_WORKERS=1 for a single process); worksteal evens out
-# the slow tests' uneven lengths. PYTHONDONTWRITEBYTECODE is unset for pytest alone: with it set,
-# pytest rewrites the asserts of every test module again in each worker and never keeps the
-# result (about 11 s of each worker's 41 s collection on 2 cores).
+# the slow tests' uneven lengths. PYTHONDONTWRITEBYTECODE is unset for the tests (pytest and the
+# processes the tests start): with it set, pytest rewrites the asserts of every test module again
+# in each worker and never keeps the result (about 11 s of each worker's 41 s collection on
+# 2 cores). The bytecode this writes is in .gitignore and .dvcignore.
 TEST_WORKERS ?= 2
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest
 
